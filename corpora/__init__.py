@@ -1,0 +1,26 @@
+"""One reader per source format or corpus, each with ``prepare(paths, lang, corpus, **options)``.
+
+``prepare`` returns a :class:`Prepared`: the canonical segment table
+(:data:`pipeline.schema.SEGMENT_SCHEMA`) and counts of what was read and dropped.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from .base import Prepared  # noqa: F401
+
+#: reader name (as used on the command line and in params.yaml) -> module
+READERS: dict[str, str] = {
+    "tsv": "labelled_tsv",
+    "text": "punctuated_text",
+    "transcript": "transcript",
+}
+
+
+def get_reader(name: str) -> Callable[..., Prepared]:
+    try:
+        module = READERS[name]
+    except KeyError:
+        raise ValueError(f"unknown reader {name!r}; available: {', '.join(sorted(READERS))}") from None
+    return importlib.import_module(f"{__name__}.{module}").prepare

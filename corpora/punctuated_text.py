@@ -1,0 +1,56 @@
+"""Punctuated text, one sentence or segment per line.
+
+Blank lines separate documents by default (``doc_boundary``: ``blank_line``,
+``file`` or ``line``).  Labels come from the marks in the text
+(:func:`pipeline.labelling.label_lines`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.io import read_text
+from pipeline.labelling import label_lines
+from pipeline.languages import get_language
+from pipeline.schema import concat
+
+from .base import Prepared, as_paths, table_from_lines
+
+
+def read_lines(path, language) -> tuple[pa.Array, np.ndarray]:
+    text = read_text(path)
+    if text.endswith("\n"):
+        text = text[:-1]
+    lines = pa.array(language.normalize_text(text) if text else [], pa.string())
+    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0).to_numpy(zero_copy_only=False)
+    return lines, np.asarray(blank, dtype=bool)
+
+
+def prepare(paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False) -> Prepared:
+    language = get_language(lang)
+    prepared = Prepared(table=None)
+    tables = []
+    for path in as_paths(paths):
+        lines, blank = read_lines(path, language)
+        prepared.stats["files"] += 1
+        prepared.stats["lines"] += len(lines)
+        prepared.stats["blank_lines"] += int(blank.sum())
+        if len(lines) == int(blank.sum()):
+            prepared.stats["empty_files"] += 1
+        labelled = label_lines(lines, language)
+        prepared.dropped.update(labelled.dropped)
+        labels = labelled.labels
+        if strip_labels:
+            flat = pc.list_flatten(labels)
+            n_marks = int(pc.sum(pc.not_equal(flat, "O")).as_py() or 0)
+            if n_marks:
+                prepared.stats["marks_stripped"] += n_marks
+            labels = pa.ListArray.from_arrays(labels.offsets, pa.array(["O"] * len(flat), pa.string()))
+        tables.append(
+            table_from_lines(corpus, lang, path.stem, labelled.words, labels, blank, doc_boundary, prepared)
+        )
+    prepared.table = concat(tables)
+    prepared.stats["segments"] = prepared.table.num_rows
+    prepared.stats["words"] = int(pc.sum(pc.list_value_length(prepared.table["words"])).as_py() or 0)
+    return prepared

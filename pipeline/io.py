@@ -1,0 +1,84 @@
+"""Reading inputs strictly and writing outputs atomically.
+
+The only module of the library that touches files: readers and stages call it so
+every input error names its file and every output appears whole or not at all.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .schema import PARQUET_OPTIONS, conform
+
+BOM = b"\xef\xbb\xbf"
+
+
+class InputError(ValueError):
+    """Bad input: the message names the file and the line, record or byte offset."""
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 file as text, BOM stripped; invalid bytes -> InputError with the byte offset."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    start = len(BOM) if data.startswith(BOM) else 0
+    try:
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = start + exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        raise InputError(
+            f"{path}: invalid UTF-8 at byte offset {offset} (line {line}): {data[offset:offset + 4]!r}"
+        ) from None
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **PARQUET_OPTIONS)
+
+
+def read_segments(path: str | os.PathLike) -> pa.Table:
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    try:
+        return conform(table)
+    except (KeyError, pa.ArrowInvalid, ValueError) as exc:
+        raise InputError(f"{path}: not a segment table ({exc})") from None
+
+
+def write_json(obj, path: str | os.PathLike) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def write_text(text: str, path: str | os.PathLike) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")

@@ -1,0 +1,79 @@
+"""Languages: one small module each, found by its ISO 639-1 code.
+
+A language module defines ``LANGUAGE = Language(...)``; adding a language means
+adding its data under ``lexicons/<code>/`` and one module here, nothing else.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..lexicon import PunctuationTable, punctuation_table, word_set
+from ..normalize import clean_text
+
+
+class UnknownLanguageError(ValueError):
+    pass
+
+
+def _identity(lines: list[str]) -> list[str]:
+    return lines
+
+
+def _split_whitespace(line: str) -> list[str]:
+    return line.split()
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    name: str
+    lowercase: bool = False
+    keep_joiners: bool = False
+    #: extra per-language normalization over a batch of cleaned lines
+    normalize_lines: Callable[[list[str]], list[str]] = _identity
+    #: splits a normalized line into word tokens (marks still attached); whitespace by default
+    tokenize: Callable[[str], list[str]] | None = None
+    #: scripts (Unicode script names as in ``pipeline.scripts``) the language is written in
+    scripts: tuple[str, ...] = ()
+    notes: str = field(default="", compare=False)
+
+    @property
+    def punctuation(self) -> PunctuationTable:
+        return punctuation_table(self.code)
+
+    @property
+    def abbreviations(self) -> frozenset[str]:
+        return word_set(self.code, "abbreviations.txt")
+
+    def normalize_text(self, text: str) -> list[str]:
+        """Clean a block of text and return its lines, normalized for this language."""
+        return self.normalize_lines(clean_text(text, self.keep_joiners).split("\n"))
+
+    def normalize_words(self, words: list[str]) -> list[str]:
+        """Normalize already tokenized words (one per entry), keeping their count."""
+        joined = "\n".join(w.replace("\n", " ") for w in words)
+        out = self.normalize_lines(clean_text(joined, self.keep_joiners).split("\n"))
+        return [w.strip() for w in out]
+
+
+@functools.lru_cache(maxsize=None)
+def get_language(code: str) -> Language:
+    if not code or not code.isidentifier() or code.startswith("_"):
+        raise UnknownLanguageError(f"unknown language code {code!r}; available: {', '.join(available_languages())}")
+    try:
+        module = importlib.import_module(f"{__name__}.{code}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{code}":
+            raise
+        raise UnknownLanguageError(
+            f"unknown language code {code!r}; available: {', '.join(available_languages())}"
+        ) from None
+    return module.LANGUAGE
+
+
+def available_languages() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))

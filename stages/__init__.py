@@ -1,0 +1,1 @@
+"""Thin DVC entry points: parse arguments, read params, call the library, write outputs."""

@@ -1,0 +1,30 @@
+"""What every stage entry point does the same way: read a params section, list inputs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def load_params(path: str | Path, *keys: str):
+    """The section ``keys`` of a params file, with a clear error if it is missing."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    node = data
+    for depth, key in enumerate(keys):
+        if not isinstance(node, dict) or key not in node:
+            raise SystemExit(f"error: {path}: no params section {'.'.join(keys[: depth + 1])!r}")
+        node = node[key]
+    return node
+
+
+def input_files(path: str | Path) -> list[Path]:
+    """A file, or the regular files of a directory sorted by name (hidden ones skipped)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise SystemExit(f"error: {path}: directory has no input files")
+        return files
+    if not path.exists():
+        raise SystemExit(f"error: {path}: input does not exist")
+    return [path]

@@ -1,0 +1,28 @@
+import numpy as np
+
+from pipeline.audit import audit, sentence_lengths
+from pipeline.schema import segments_table
+
+
+def test_sentence_lengths_span_segments_not_documents():
+    table = segments_table(
+        "c", "en", ["a", "a", "b"], [0, 1, 0],
+        [["w1", "w2"], ["w3", "w4", "w5"], ["x1", "x2", "x3"]],
+        [["O", "O"], ["PERIOD", "O", "QUESTION"], ["O", "PERIOD", "O"]],
+    )
+    # doc a: w1..w3 (3 words) and w4..w5 (2); doc b: x1..x2 (2); x3 ends no sentence
+    assert sentence_lengths(table).tolist() == [3, 2, 2]
+    summary = audit([table])["c"]
+    assert summary["sentence_length"]["mean"] == round(np.mean([3, 2, 2]), 4)
+    assert summary["sentence_length"]["std"] == round(np.std([3, 2, 2]), 4)
+    assert summary["labels"] == {"O": 5, "COMMA": 0, "PERIOD": 2, "QUESTION": 1}
+
+
+def test_empty_table_and_missing_labels():
+    empty = segments_table("c", "en", [], [], [], [])
+    assert audit([empty]) == {
+        "(empty)": {"words": 0, "labels": {"O": 0, "COMMA": 0, "PERIOD": 0, "QUESTION": 0},
+                    "sentence_length": {"mean": 0.0, "std": 0.0}}
+    }
+    no_end = segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O", "COMMA"]])
+    assert audit([no_end])["c"]["sentence_length"] == {"mean": 0.0, "std": 0.0}

@@ -1,0 +1,58 @@
+import json
+
+import pyarrow as pa
+import pytest
+
+from pipeline import io
+from pipeline.schema import SchemaError, segments_table
+
+
+def sample_table():
+    return segments_table("c", "en", ["d", "d"], [0, 1], [["a", "b"], ["c"]], [["O", "PERIOD"], ["QUESTION"]])
+
+
+def test_parquet_round_trip_and_determinism(tmp_path):
+    table = sample_table()
+    io.write_parquet(table, tmp_path / "a.parquet")
+    io.write_parquet(table, tmp_path / "b.parquet")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    back = io.read_segments(tmp_path / "a.parquet")
+    assert back.equals(table)
+    assert back.schema.field("words").type == pa.list_(pa.string())
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    target = tmp_path / "out" / "x.parquet"
+    io.write_parquet(sample_table(), target)
+    before = target.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(io.pq, "write_table", boom)
+    with pytest.raises(RuntimeError):
+        io.write_parquet(sample_table(), target)
+    assert target.read_bytes() == before  # the old output is untouched
+    assert [p.name for p in target.parent.iterdir()] == ["x.parquet"]  # no temporary left behind
+    with pytest.raises(RuntimeError):
+        io.write_parquet(sample_table(), tmp_path / "out" / "new.parquet")
+    assert not (tmp_path / "out" / "new.parquet").exists()
+
+
+def test_schema_checks():
+    with pytest.raises(SchemaError, match="row 0 has 2 words but 1 labels"):
+        segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O"]])
+    with pytest.raises(SchemaError, match="unknown label 'BANG'"):
+        segments_table("c", "en", ["d"], [0], [["a"]], [["BANG"]])
+
+
+def test_not_a_parquet(tmp_path):
+    path = tmp_path / "x.parquet"
+    path.write_text("nope")
+    with pytest.raises(io.InputError, match="x.parquet: not a readable Parquet"):
+        io.read_segments(path)
+
+
+def test_write_json_atomic(tmp_path):
+    io.write_json({"a": 1}, tmp_path / "d" / "m.json")
+    assert json.loads((tmp_path / "d" / "m.json").read_text()) == {"a": 1}

@@ -1,0 +1,87 @@
+import pytest
+
+from pipeline.labelling import label_lines, render
+from pipeline.languages import UnknownLanguageError, get_language
+
+
+def pairs(line, lang="en"):
+    out = label_lines([line], get_language(lang))
+    return list(zip(out.words[0].as_py(), out.labels[0].as_py())), out.dropped
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello, world.", [("hello", "COMMA"), ("world", "PERIOD")]),
+        ("hello , world .", [("hello", "COMMA"), ("world", "PERIOD")]),  # marks standing alone
+        ("really?!", [("really", "QUESTION")]),  # ?! -> QUESTION
+        ("really!?", [("really", "QUESTION")]),
+        ("wait,.", [("wait", "PERIOD")]),  # priority PERIOD > COMMA
+        ("note: this; that!", [("note", "COMMA"), ("this", "PERIOD"), ("that", "PERIOD")]),
+        ("one - two — three – four", [("one", "COMMA"), ("two", "COMMA"), ("three", "COMMA"), ("four", "O")]),
+        ("so -- yes", [("so", "COMMA"), ("yes", "O")]),
+        ("and then…", [("and", "O"), ("then", "PERIOD")]),
+        ('"Quoted," she said.', [("quoted", "COMMA"), ("she", "O"), ("said", "PERIOD")]),
+        ("(in brackets) yes.", [("in", "O"), ("brackets", "O"), ("yes", "PERIOD")]),
+        ("He said \"no.\" Then left", [("he", "O"), ("said", "O"), ("no", "PERIOD"), ("then", "O"), ("left", "O")]),
+        ("pi is 3.5, or 10,000.", [("pi", "O"), ("is", "O"), ("3.5", "COMMA"), ("or", "O"), ("10,000", "PERIOD")]),
+        ("Dr. Smith lives in the U.S. now.", [("dr.", "O"), ("smith", "O"), ("lives", "O"), ("in", "O"),
+                                              ("the", "O"), ("u.s.", "O"), ("now", "PERIOD")]),
+        ("born in the U.S.. Really", [("born", "O"), ("in", "O"), ("the", "O"), ("u.s.", "PERIOD"), ("really", "O")]),
+        ("e.g., this", [("e.g.", "COMMA"), ("this", "O")]),
+        ("well-known, high-tech", [("well-known", "COMMA"), ("high-tech", "O")]),
+        ("we 're here", [("we", "O"), ("'re", "O"), ("here", "O")]),
+    ],
+)
+def test_english_labelling(text, expected):
+    got, _ = pairs(text)
+    assert got == expected
+
+
+def test_non_latin_marks():
+    got, _ = pairs("আমি ভাত খাই। তুমি কেমন আছো? ভালো॥", "bn")
+    assert [l for _, l in got] == ["O", "O", "PERIOD", "O", "O", "QUESTION", "PERIOD"]
+    # full-width and Arabic-script marks come from the common table
+    got, _ = pairs("a，b、c。d？e！f；g：h", "en")
+    assert [l for _, l in got] == ["COMMA", "COMMA", "PERIOD", "QUESTION", "PERIOD", "PERIOD", "COMMA", "O"]
+    got, _ = pairs("x، y؟ z۔", "en")
+    assert [l for _, l in got] == ["COMMA", "QUESTION", "PERIOD"]
+
+
+def test_lowercase_is_per_language():
+    got, _ = pairs("Hello World.", "en")
+    assert got[0][0] == "hello"
+    bn = label_lines(["Hello আমি."], get_language("bn"))
+    assert bn.words[0].as_py()[0] == "Hello"
+
+
+def test_drops_are_counted_with_a_reason():
+    got, dropped = pairs(', leading comma and a lone " quote')
+    assert got[0] == ("leading", "O")
+    assert dropped["mark_without_word_before_it"] == 1
+    assert dropped["token_of_quotes_or_brackets_only"] == 1
+
+
+def test_empty_and_blank_lines():
+    out = label_lines(["", "   ", "a."], get_language("en"))
+    assert out.words.to_pylist() == [[], [], ["a"]]
+    assert not out.dropped
+
+
+def test_marks_do_not_cross_lines():
+    out = label_lines(["first line", ". second"], get_language("en"))
+    assert out.labels.to_pylist() == [["O", "O"], ["O"]]
+    assert out.dropped["mark_without_word_before_it"] == 1
+
+
+def test_render_round_trip():
+    words, labels = ["so", "why", "not", "now"], ["COMMA", "O", "QUESTION", "PERIOD"]
+    text = render(words, labels)
+    assert text == "so, why not? now."
+    out = label_lines([text], get_language("en"))
+    assert out.words[0].as_py() == words and out.labels[0].as_py() == labels
+
+
+def test_unknown_language():
+    with pytest.raises(UnknownLanguageError, match="unknown language code 'xx'.*available: .*en"):
+        get_language("xx")
