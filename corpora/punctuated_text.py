@@ -19,10 +19,7 @@ from .base import Prepared, as_paths, table_from_lines
 
 
 def read_lines(path, language) -> tuple[pa.Array, np.ndarray]:
-    text = read_text(path)
-    if text.endswith("\n"):
-        text = text[:-1]
-    lines = pa.array(language.normalize_text(text) if text else [], pa.string())
+    lines = language.normalize_text(read_text(path))
     blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0).to_numpy(zero_copy_only=False)
     return lines, np.asarray(blank, dtype=bool)
 

@@ -61,8 +61,51 @@ def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
     non_ascii = pc.invert(pc.string_is_ascii(lines))
     if not pc.any(non_ascii).as_py():
         return lines
-    spaced = pc.replace_substring_regex(lines, "(" + _re_class(chars) + ")", "\\1 ")
-    return pc.if_else(non_ascii, spaced, lines)
+    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + _re_class(chars) + ")", "\\1 ")
+    return pc.replace_with_mask(lines, non_ascii, spaced)
+
+
+def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> pa.Array:
+    """``strings[rows]`` without their first ``prefix_bytes`` bytes, cut straight from the buffers.
+
+    The marks after a word are a few bytes; gathering them with numpy avoids a
+    regex over every marked token.
+    """
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
+    starts = offsets[rows] + prefix_bytes
+    lengths = offsets[rows + 1] - starts
+    out_offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=out_offsets[1:])
+    gather = np.repeat(starts - out_offsets[:-1], lengths) + np.arange(out_offsets[-1], dtype=np.int64)
+    return pa.StringArray.from_buffers(len(rows), pa.py_buffer(out_offsets), pa.py_buffer(data[gather].tobytes()))
+
+
+def _list_offsets(lists: pa.ListArray) -> np.ndarray:
+    offsets = np.frombuffer(lists.buffers()[1], dtype=np.int32)[lists.offset : lists.offset + len(lists) + 1]
+    return offsets - offsets[0]
+
+
+def _patch(strings: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """``strings`` with ``rows`` (sorted) replaced by ``values``.
+
+    Few rows change (abbreviations), so slices and a concatenation, one memcpy,
+    beat a masked replace over the whole column.
+    """
+    if len(rows) > 10_000:
+        mask = np.zeros(len(strings), dtype=bool)
+        mask[rows] = True
+        return pc.replace_with_mask(strings, pa.array(mask), values)
+    pieces, start = [], 0
+    for i, row in enumerate(rows.tolist()):
+        pieces += [strings.slice(start, row - start), values.slice(i, 1)]
+        start = row + 1
+    pieces.append(strings.slice(start))
+    return pa.concat_arrays(pieces)
+
+
+def _byte_lengths(strings: pa.Array) -> np.ndarray:
+    return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
 def label_lines(lines, language: Language) -> Labelled:
@@ -75,23 +118,22 @@ def label_lines(lines, language: Language) -> Labelled:
     else:
         tokens_per_line = pc.utf8_split_whitespace(lines)
     tokens = pc.list_flatten(tokens_per_line)
-    line_of = pc.list_parent_indices(tokens_per_line).to_numpy(zero_copy_only=False)
+    token_offsets = _list_offsets(tokens_per_line)
     dropped: Counter = Counter()
     # splitting an empty line gives one empty token: it is no word and no loss
-    nonempty = pc.utf8_length(tokens).to_numpy(zero_copy_only=False) > 0
+    nonempty = _byte_lengths(tokens) > 0
 
     if table.openers:
         tokens = pc.utf8_ltrim(tokens, characters="".join(sorted(table.openers)))
     body = pc.utf8_rtrim(tokens, characters=table.trailing_chars)
-    body_len = pc.utf8_length(body).to_numpy(zero_copy_only=False)
-    has_tail = np.flatnonzero(body_len != pc.utf8_length(tokens).to_numpy(zero_copy_only=False))
+    body_len = _byte_lengths(body)
+    has_tail = np.flatnonzero(body_len != _byte_lengths(tokens))
     codes = np.zeros(len(tokens), dtype=np.int8)
 
     if len(has_tail):
         marked = tokens.take(pa.array(has_tail))
         marked_body = body.take(pa.array(has_tail))
-        parts = pc.extract_regex(marked, r"(?s)^(?P<body>.*?)(?P<tail>" + _re_class(table.trailing_chars) + r"*)$")
-        tails = parts.field("tail")
+        tails = _suffixes(tokens, has_tail, body_len[has_tail])
         # abbreviations keep one period of their tail
         abbrev = pc.and_(
             pc.starts_with(tails, "."),
@@ -102,36 +144,37 @@ def label_lines(lines, language: Language) -> Labelled:
             ),
         )
         if pc.any(abbrev).as_py():
-            marked_body = pc.if_else(abbrev, pc.binary_join_element_wise(marked_body, ".", ""), marked_body)
             tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
-            mask = np.zeros(len(body), dtype=bool)
-            mask[has_tail[abbrev.to_numpy(zero_copy_only=False)]] = True
-            body = pc.replace_with_mask(body, pa.array(mask), marked_body.filter(abbrev))
-            body_len = pc.utf8_length(body).to_numpy(zero_copy_only=False)
+            rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
+            body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
+            body_len[rows] += 1
         encoded = tails.dictionary_encode()
         tail_codes = np.array([LABEL_TO_ID[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
-        codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)] if len(tail_codes) else 0
+        codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
     is_word = body_len > 0
+    word_codes = codes[is_word]
+    # words before each token, and the new list offsets: one cumulative sum serves both
+    words_before = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(is_word, out=words_before[1:])
+    offsets = words_before[token_offsets]
     loose = np.flatnonzero(~is_word & (codes > 0))
     if len(loose):
-        idx = np.arange(len(tokens))
-        last_word = np.maximum.accumulate(np.where(is_word, idx, -1))[loose]
-        attached = (last_word >= 0) & (line_of[np.maximum(last_word, 0)] == line_of[loose])
-        np.maximum.at(codes, last_word[attached], codes[loose[attached]])
+        # a mark standing alone labels the last word before it on the same line
+        line = np.searchsorted(token_offsets, loose, side="right") - 1
+        owner = words_before[loose] - 1
+        attached = owner >= offsets[line]
+        np.maximum.at(word_codes, owner[attached], codes[loose[attached]])
         if (~attached).any():
             dropped["mark_without_word_before_it"] += int((~attached).sum())
     n_bare = int((~is_word & (codes == 0) & nonempty).sum())
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    keep = pa.array(is_word)
-    words = body.filter(keep)
+    words = body.filter(pa.array(is_word))
     if language.lowercase:
         words = pc.utf8_lower(words)
-    word_codes = codes[is_word]
-    counts = np.bincount(line_of[is_word], minlength=len(lines)) if len(lines) else np.zeros(0, np.int64)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    offsets = pa.array(offsets.astype(np.int32))
     labels = _LABEL_ARRAY.take(pa.array(word_codes))
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),

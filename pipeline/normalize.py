@@ -1,31 +1,54 @@
-"""Unicode clean-up shared by every language.
+"""Unicode clean-up shared by every language, column-wise on Arrow string arrays.
 
-Works on whole texts (many lines joined by newlines) so the costly steps run once
-in C rather than once per line.  Line breaks are never added or removed here, so
-callers can split the result back into the same lines.
+Only lines that are not pure ASCII need any work (ASCII control whitespace is
+handled by whitespace splitting), so English text passes almost for free.
 """
 from __future__ import annotations
 
-import unicodedata
+import pyarrow as pa
+import pyarrow.compute as pc
 
-BOM = "\ufeff"
+#: deleted everywhere: zero-width space, word joiner, BOM, soft hyphen, direction marks
+DELETE = "\u200b\u2060\ufeff\u00ad\u200e\u200f"
+#: joiners shape conjuncts in Indic scripts, so those languages keep them
+JOINERS = "\u200c\u200d"
+#: every other kind of space becomes an ASCII space (no-break, narrow, figure, em/en,
+#: ideographic, line separators: a separator inside a line must not split it)
+SPACES = "\u00a0\u202f\u2007\u3000\u1680\u205f\u2028\u2029\u0085" + "".join(chr(c) for c in range(0x2000, 0x200B))
 
-#: characters deleted everywhere: zero-width space, word joiner, BOM, soft hyphen
-_DELETE = {0x200B: None, 0x2060: None, 0xFEFF: None, 0x00AD: None, 0x200E: None, 0x200F: None, 0x0D: None}
-#: joiners carry meaning in Indic scripts (conjunct shaping); other languages drop them
-_JOINERS = {0x200C: None, 0x200D: None}
-#: every kind of space becomes an ASCII space (no-break, narrow, figure, em/en, ideographic, tab)
-_SPACES = {cp: " " for cp in (0x00A0, 0x202F, 0x2007, 0x3000, 0x09, 0x0B, 0x0C, 0x1680, 0x205F, *range(0x2000, 0x200B))}
-#: line separators inside a line would change the line count: make them spaces too
-_SPACES.update({0x2028: " ", 0x2029: " ", 0x85: " "})
 
-TABLE_DROP_JOINERS = str.maketrans({**_DELETE, **_JOINERS, **_SPACES})
-TABLE_KEEP_JOINERS = str.maketrans({**_DELETE, **_SPACES})
+def _class(chars: str) -> str:
+    return "[" + "".join(f"\\x{{{ord(c):04x}}}" for c in chars) + "]"
+
+
+_DELETE_RE = {False: _class(DELETE + JOINERS), True: _class(DELETE)}
+_SPACES_RE = _class(SPACES)
+
+
+def split_lines(text: str) -> pa.Array:
+    """A text's lines as an Arrow array (a final newline ends the last line, adds none)."""
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not text:
+        return pa.array([], pa.string())
+    return pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n")).cast(pa.string())
+
+
+def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
+    """NFC, no BOM or zero-width characters, one kind of space; the line count is kept."""
+    if len(lines) == 0:
+        return lines
+    non_ascii = pc.invert(pc.string_is_ascii(lines))
+    if not pc.any(non_ascii).as_py():
+        return lines
+    idx = pc.indices_nonzero(non_ascii)
+    subset = lines.take(idx)
+    subset = pc.replace_substring_regex(subset, _DELETE_RE[keep_joiners], "")
+    subset = pc.replace_substring_regex(subset, _SPACES_RE, " ")
+    subset = pc.utf8_normalize(subset, form="NFC")
+    return pc.replace_with_mask(lines, non_ascii, subset)
 
 
 def clean_text(text: str, keep_joiners: bool = False) -> str:
-    """NFC, no BOM, no zero-width characters, plain spaces.  Newlines are preserved."""
-    text = text.translate(TABLE_KEEP_JOINERS if keep_joiners else TABLE_DROP_JOINERS)
-    if not text.isascii():
-        text = unicodedata.normalize("NFC", text)
-    return text
+    """:func:`clean_lines` for one string (newlines preserved)."""
+    return "\n".join(clean_lines(pa.array(text.split("\n"), pa.string()), keep_joiners).to_pylist())

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..lexicon import PunctuationTable, punctuation_table, word_set
-from ..normalize import clean_text
+import pyarrow as pa
+
+from ..normalize import clean_lines, split_lines
 
 
 class UnknownLanguageError(ValueError):
@@ -49,14 +51,20 @@ class Language:
     def abbreviations(self) -> frozenset[str]:
         return word_set(self.code, "abbreviations.txt")
 
-    def normalize_text(self, text: str) -> list[str]:
-        """Clean a block of text and return its lines, normalized for this language."""
-        return self.normalize_lines(clean_text(text, self.keep_joiners).split("\n"))
+    def normalize(self, lines: pa.Array) -> pa.Array:
+        """Normalize lines (an Arrow string array) for this language; the count is kept."""
+        lines = clean_lines(lines, self.keep_joiners)
+        if self.normalize_lines is not _identity and len(lines):
+            lines = pa.array(self.normalize_lines(lines.to_pylist()), pa.string())
+        return lines
+
+    def normalize_text(self, text: str) -> pa.Array:
+        """Split a block of text into lines and normalize them."""
+        return self.normalize(split_lines(text))
 
     def normalize_words(self, words: list[str]) -> list[str]:
         """Normalize already tokenized words (one per entry), keeping their count."""
-        joined = "\n".join(w.replace("\n", " ") for w in words)
-        out = self.normalize_lines(clean_text(joined, self.keep_joiners).split("\n"))
+        out = self.normalize(pa.array(words, pa.string())).to_pylist()
         return [w.strip() for w in out]
 
 
