@@ -38,6 +38,34 @@ def _audit(args) -> dict:
     return result
 
 
+def _read_with(reader: str, path: str, lang: str, role: str):
+    from corpora import get_reader
+
+    return get_reader(reader)([path], lang=lang, corpus=f"{Path(path).stem}").table
+
+
+def _align(args) -> dict:
+    from .align import align_tables
+    from .verbalize import NoGrammarError, get_verbalizer
+
+    ref = _read_with(args.ref_reader, args.ref, args.lang, "reference")
+    hyp = _read_with(args.hyp_reader, args.hyp, args.lang, "hypothesis")
+    try:
+        verbalizer = get_verbalizer(args.lang)
+    except NoGrammarError:
+        verbalizer = None
+    out, report = align_tables(ref, hyp, policy=args.policy, verbalizer=verbalizer, max_wer=args.max_wer,
+                               force=args.force, corpus=args.corpus, pair_by=args.pair_by)
+    io.write_parquet(out, args.out)
+    io.write_json(report, args.report)
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    marks = report["marks"]
+    print(f"align: WER {report['wer']['wer']:.3f}; {marks['transferred']} of {marks['reference']} marks transferred"
+          f" ({marks['moved']} moved, dropped {marks['dropped']}) -> {args.out}", file=sys.stderr)
+    return report
+
+
 def build_parser() -> argparse.ArgumentParser:
     from corpora import READERS
 
@@ -67,6 +95,25 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("inputs", nargs="+", metavar="FILE.parquet")
     audit.add_argument("--out", required=True, metavar="DIR")
     audit.set_defaults(func=_audit)
+
+    align = commands.add_parser(
+        "align", help="transfer reference punctuation onto ASR hypotheses",
+        description="Align reference and hypothesis words per document by edit distance and move each "
+                    "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).",
+    )
+    align.add_argument("--ref", required=True, help="reference (punctuated) file")
+    align.add_argument("--ref-reader", required=True, choices=sorted(READERS))
+    align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
+    align.add_argument("--hyp-reader", required=True, choices=sorted(READERS))
+    align.add_argument("--lang", required=True)
+    align.add_argument("--policy", default="guerreiro", choices=["guerreiro", "ueffing", "nearest"])
+    align.add_argument("--pair-by", default="id", choices=["id", "order"], help="how documents are paired")
+    align.add_argument("--max-wer", type=float, default=0.5, help="fail above this WER (default 0.5)")
+    align.add_argument("--force", action="store_true", help="align even above --max-wer")
+    align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    align.add_argument("--out", required=True, help="output .parquet (hypothesis words, transferred labels)")
+    align.add_argument("--report", required=True, help="output report .json")
+    align.set_defaults(func=_align)
     return parser
 
 

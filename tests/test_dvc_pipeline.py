@@ -37,13 +37,17 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     repo.mkdir()
     _copy_repo(root, repo)
     _dvc(["repro"], repo)
-    registry = yaml.safe_load((repo / "params.yaml").read_text())["corpora"]
+    params = yaml.safe_load((repo / "params.yaml").read_text())
     audit = json.loads((repo / "reports" / "audit.json").read_text())
-    assert set(audit) == set(registry)
-    for name, entry in audit.items():
-        assert entry["words"] > 0, name
+    assert set(audit) == set(params["corpora"]) | set(params["alignments"])
+    for name in params["corpora"]:
+        assert audit[name]["words"] > 0, name
         stats = json.loads((repo / "data" / "stats" / f"{name}.json").read_text())
-        assert stats["words"] == entry["words"]
+        assert stats["words"] == audit[name]["words"]
+    for name, entry in params["alignments"].items():
+        report = json.loads((repo / "data" / "alignment" / f"{name}.json").read_text())
+        assert report["hypothesis_words"] == audit[entry["hyp"]]["words"] == audit[name]["words"]
+        assert report["marks"]["transferred"] > 0
     first = _digests(repo / "data" / "segments")
     assert "up to date" in _dvc(["status", "dvc.yaml"], repo)
     _dvc(["repro", "--force"], repo)

@@ -1,0 +1,44 @@
+"""DVC stage: transfer a reference corpus's punctuation onto its ASR corpus (``alignments.<name>``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipeline import io
+from pipeline.align import AlignmentError, align_tables
+from pipeline.verbalize import NoGrammarError, get_verbalizer
+from stages.common import load_params
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", help="name of the alignment in the params file")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--data-dir", default="data")
+    args = parser.parse_args(argv)
+    entry = load_params(args.params, "alignments", args.name)
+    ref = io.read_segments(f"{args.data_dir}/segments/{entry['ref']}.parquet")
+    hyp = io.read_segments(f"{args.data_dir}/segments/{entry['hyp']}.parquet")
+    lang = hyp["lang"][0].as_py() if hyp.num_rows else ref["lang"][0].as_py()
+    try:
+        verbalizer = get_verbalizer(lang)
+    except NoGrammarError:
+        verbalizer = None
+    try:
+        out, report = align_tables(
+            ref, hyp, policy=entry.get("policy", "guerreiro"), verbalizer=verbalizer,
+            max_wer=float(entry.get("max_wer", 0.5)), force=bool(entry.get("force", False)),
+            corpus=args.name, pair_by=entry.get("pair_by", "id"),
+        )
+    except (AlignmentError, ValueError) as exc:
+        print(f"error: alignment {args.name}: {exc}", file=sys.stderr)
+        return 2
+    io.write_parquet(out, f"{args.data_dir}/segments/{args.name}.parquet")
+    io.write_json({"ref": entry["ref"], "hyp": entry["hyp"], **report}, f"{args.data_dir}/alignment/{args.name}.json")
+    print(f"align {args.name}: WER {report['wer']['wer']:.3f}, {report['marks']['transferred']} of "
+          f"{report['marks']['reference']} marks transferred", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
