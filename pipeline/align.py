@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from .labels import LABEL_TO_ID, LABELS
+from .schema import segments_table
 from .scripts import dominant_script
 
 POLICIES = ("guerreiro", "ueffing", "nearest")
@@ -65,149 +66,272 @@ class DocumentAlignment:
 def match_keys(words: pa.Array) -> pa.Array:
     """The form words are compared in: case-folded, marks and quotes removed, ’ -> '."""
     keys = pc.utf8_lower(words)
-    keys = pc.replace_substring(keys, "\u2019", "'")
-    keys = pc.replace_substring_regex(keys, r"[^\P{P}'%]", "")  # punctuation but ' and %
+    # only words with something other than letters and digits need the regex (a few percent)
+    other = pc.invert(pc.utf8_is_alnum(keys))
+    if not pc.any(other).as_py():
+        return keys
+    cleaned = pc.replace_substring(keys.filter(other), "\u2019", "'")
+    cleaned = pc.replace_substring_regex(cleaned, r"[^\P{P}'%]", "")  # punctuation but ' and %
+    keys = pc.replace_with_mask(keys, other, cleaned)
     # a word made only of marks keeps its own form, so it can still match itself
     return pc.if_else(pc.equal(pc.binary_length(keys), 0), words, keys)
 
 
-def expand_numbers(words: list[str], keys: list[str], verbalizer, hyp_vocabulary=frozenset()) -> tuple[list[str], np.ndarray]:
-    """Reference keys with numbers spoken; returns tokens and each token's word index.
+def expand_numbers(words: pa.Array, keys: pa.Array, verbalizer, hyp_keys: pa.Array | None = None) -> tuple[pa.Array, np.ndarray]:
+    """Reference keys with numbers spoken; returns the tokens and each token's word index.
 
     Where the grammars read a number several ways (1990: "one thousand nine hundred
     ninety", "nineteen ninety"), the reading with most words found in the
     hypothesis document wins; the first grammar's on a tie.
     """
-    tokens: list[str] = []
-    owner: list[int] = []
-    for i, key in enumerate(keys):
-        parts = [key]
-        if verbalizer is not None and any(c.isdigit() for c in key):
-            readings = verbalizer.readings(words[i].lower().strip("\"'()[]{}"))
-            if readings:
-                best = max(readings, key=lambda r: sum(w in hyp_vocabulary for w in r.split()) / len(r.split()))
-                parts = best.split()
-        tokens.extend(parts)
-        owner.extend([i] * len(parts))
-    return tokens, np.asarray(owner, dtype=np.int64)
-
-
-def canonical_hypothesis(keys: list[str]) -> list[str]:
-    """ASR forms that mean the same as the reference's spoken numbers: 'a hundred' -> 'one hundred'."""
-    out = list(keys)
-    for i in range(len(out) - 1):
-        if out[i] == "a" and out[i + 1] in _A_MEANS_ONE:
-            out[i] = "one"
-    return out
-
-
-def _pairs(ref_tokens: list[str], hyp_tokens: list[str]):
-    """Per reference token: status (equal/sub/del) and aligned hypothesis index (-1 if deleted)."""
-    status = np.full(len(ref_tokens), _DEL, dtype=np.int8)
-    aligned = np.full(len(ref_tokens), -1, dtype=np.int64)
-    block_end = np.full(len(ref_tokens), -1, dtype=np.int64)  # last hyp index of a replace block, at its last ref token
-    subs = dels = ins = 0
-    for op in Levenshtein.opcodes(ref_tokens, hyp_tokens):
-        tag, r0, r1, h0, h1 = op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end
-        if tag == "insert":
-            ins += h1 - h0
+    n = len(keys)
+    with_digits = (
+        np.flatnonzero(pc.match_substring_regex(keys, "[0-9]").to_numpy(zero_copy_only=False))
+        if verbalizer is not None and n else np.zeros(0, dtype=np.int64)
+    )
+    if not len(with_digits):
+        return keys, np.arange(n, dtype=np.int64)
+    pieces, lengths, done = [], np.ones(n, dtype=np.int64), 0
+    vocabulary = None
+    for i in with_digits.tolist():
+        readings = verbalizer.readings(words[i].as_py().lower().strip("\"'()[]{}"))
+        if not readings:
             continue
-        paired = min(r1 - r0, h1 - h0)
-        status[r0 : r0 + paired] = _EQUAL if tag == "equal" else _SUB
-        aligned[r0 : r0 + paired] = np.arange(h0, h0 + paired)
-        if tag == "replace":
-            block_end[r1 - 1] = h1 - 1
-            subs += paired
-            dels += (r1 - r0) - paired
-            ins += (h1 - h0) - paired
-        elif tag == "delete":
-            dels += r1 - r0
+        if len(readings) > 1 and hyp_keys is not None:
+            if vocabulary is None:
+                vocabulary = set(pc.unique(hyp_keys).to_pylist())
+            found = [sum(w in vocabulary for w in r.split()) / len(r.split()) for r in readings]
+            parts = readings[int(np.argmax(found))].split()
+        else:
+            parts = readings[0].split()
+        pieces += [keys.slice(done, i - done), pa.array(parts, pa.string())]
+        lengths[i] = len(parts)
+        done = i + 1
+    pieces.append(keys.slice(done))
+    return pa.concat_arrays(pieces), np.repeat(np.arange(n, dtype=np.int64), lengths)
+
+
+def canonical_hypothesis(keys: pa.Array) -> pa.Array:
+    """ASR forms that mean the same as the reference's spoken numbers: 'a hundred' -> 'one hundred'."""
+    if len(keys) < 2:
+        return keys
+    before_unit = np.zeros(len(keys), dtype=bool)
+    before_unit[:-1] = pc.is_in(keys.slice(1), value_set=pa.array(sorted(_A_MEANS_ONE))).to_numpy(zero_copy_only=False)
+    mask = pc.and_(pc.equal(keys, "a"), pa.array(before_unit))
+    return pc.if_else(mask, "one", keys)
+
+
+#: n-gram length and minimum spacing of the anchors that split long documents
+ANCHOR_N, ANCHOR_SPACING = 4, 200
+
+
+def _anchors(ref: np.ndarray, hyp: np.ndarray) -> list[tuple[int, int]]:
+    """Start positions (ref, hyp) of n-grams occurring exactly once on each side, in order on both.
+
+    Such matches are in any sensible alignment, so aligning the stretches between
+    them separately gives the same result at a fraction of the quadratic cost.
+    """
+    n = ANCHOR_N
+    if len(ref) < 4 * ANCHOR_SPACING or len(hyp) < 4 * ANCHOR_SPACING:
+        return []
+
+    def grams(ids):
+        ids = ids.astype(np.uint64)
+        h = np.zeros(len(ids) - n + 1, dtype=np.uint64)
+        for k in range(n):
+            h = h * np.uint64(1_000_003) + ids[k : len(ids) - n + 1 + k]
+        return h
+
+    gr, gh = grams(ref), grams(hyp)
+    # n-grams seen exactly once on each side: one sort over both sides together
+    both = np.concatenate([gr, gh])
+    side = np.concatenate([np.zeros(len(gr), dtype=np.int8), np.ones(len(gh), dtype=np.int8)])
+    order = np.argsort(both, kind="stable")
+    sorted_grams, sorted_side = both[order], side[order]
+    new = np.r_[True, sorted_grams[1:] != sorted_grams[:-1]]
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.r_[starts, len(both)])
+    # a group of exactly two, one from each side (stable sort: the reference one first)
+    pair_starts = starts[(sizes == 2)]
+    pair_starts = pair_starts[(sorted_side[pair_starts] == 0) & (sorted_side[pair_starts + 1] == 1)]
+    if not len(pair_starts):
+        return []
+    pos_r = order[pair_starts]
+    pos_h = order[pair_starts + 1] - len(gr)
+    order = np.argsort(pos_r)
+    pos_r, pos_h = pos_r[order], pos_h[order]
+    # a few candidates per anchor interval are plenty; the chain below skips the wrong ones
+    step = max(1, len(pos_r) // (4 * len(ref) // ANCHOR_SPACING + 1))
+    pos_r, pos_h = pos_r[::step], pos_h[::step]
+    # longest chain increasing on both sides (patience sorting)
+    import bisect
+
+    tails: list[int] = []
+    tail_idx: list[int] = []
+    parent = [-1] * len(pos_h)
+    for k, value in enumerate(pos_h.tolist()):
+        j = bisect.bisect_left(tails, value)
+        if j == len(tails):
+            tails.append(value)
+            tail_idx.append(k)
+        else:
+            tails[j] = value
+            tail_idx[j] = k
+        parent[k] = tail_idx[j - 1] if j else -1
+    chain = []
+    k = tail_idx[-1] if tail_idx else -1
+    while k >= 0:
+        chain.append(k)
+        k = parent[k]
+    chain.reverse()
+    anchors, last_r, last_h = [], -ANCHOR_SPACING, -ANCHOR_SPACING
+    for k in chain:
+        r, h = int(pos_r[k]), int(pos_h[k])
+        if r - last_r >= ANCHOR_SPACING and h - last_h >= n and r >= last_r + n:
+            anchors.append((r, h))
+            last_r, last_h = r, h
+    return anchors
+
+
+_TAGS = {"equal": 0, "replace": 1, "insert": 2, "delete": 3}
+
+
+def _pairs(ref: np.ndarray, hyp: np.ndarray):
+    """Per reference token: status (equal/sub/del), aligned hypothesis index (-1 if deleted),
+    the last hypothesis index of the replace block it ends (-1 otherwise); and S, D, I counts."""
+    ops = []  # (tag, ref start, ref end, hyp start, hyp end) over the whole document
+    r0 = h0 = 0
+    for r, h in _anchors(ref, hyp) + [(len(ref), len(hyp))]:
+        if r > r0 or h > h0:
+            for tag, a0, a1, b0, b1 in Levenshtein.opcodes(ref[r0:r].tolist(), hyp[h0:h].tolist()).as_list():
+                ops.append((_TAGS[tag], a0 + r0, a1 + r0, b0 + h0, b1 + h0))
+        if r < len(ref):
+            ops.append((0, r, r + ANCHOR_N, h, h + ANCHOR_N))
+        r0, h0 = r + ANCHOR_N, h + ANCHOR_N
+    ops = np.array(ops, dtype=np.int64).reshape(-1, 5)
+    tag, a0, a1, b0, b1 = ops.T
+    len_a, len_b = a1 - a0, b1 - b0
+    paired = np.where(tag <= 1, np.minimum(len_a, len_b), 0)
+    # every paired (ref, hyp) position, block by block
+    starts = np.repeat(np.cumsum(paired) - paired, paired)
+    within = np.arange(int(paired.sum())) - starts
+    ref_pos = np.repeat(a0, paired) + within
+    hyp_pos = np.repeat(b0, paired) + within
+    status = np.full(len(ref), _DEL, dtype=np.int8)
+    aligned = np.full(len(ref), -1, dtype=np.int64)
+    status[ref_pos] = np.where(np.repeat(tag, paired) == 0, _EQUAL, _SUB)
+    aligned[ref_pos] = hyp_pos
+    block_end = np.full(len(ref), -1, dtype=np.int64)
+    replace = tag == 1
+    block_end[a1[replace] - 1] = b1[replace] - 1
+    subs = int(paired[replace].sum())
+    dels = int(len_a[tag == 3].sum() + (len_a - paired)[replace].sum())
+    ins = int(len_b[tag == 2].sum() + (len_b - paired)[replace].sum())
     return status, aligned, block_end, subs, dels, ins
 
 
-def _similar(a: str, b: str, threshold: float = SIMILARITY) -> bool:
-    return fuzz.ratio(a, b) >= threshold
-
-
 def align_document(
-    ref_words: list[str],
+    ref_words,
     ref_codes: np.ndarray,
     ref_segment_end: np.ndarray,
-    hyp_words: list[str],
+    hyp_words,
     policy: str = "guerreiro",
     verbalizer=None,
 ) -> DocumentAlignment:
-    """Label ids for ``hyp_words`` transferred from the reference of the same document."""
+    """Label ids for ``hyp_words`` transferred from the reference of the same document.
+
+    Words are lists or Arrow string arrays; ``ref_codes`` label ids; ``ref_segment_end``
+    marks the last word of each reference segment.
+    """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
-    n_hyp = len(hyp_words)
+    ref_words = ref_words if isinstance(ref_words, pa.Array) else pa.array(ref_words, pa.string())
+    hyp_words = hyp_words if isinstance(hyp_words, pa.Array) else pa.array(hyp_words, pa.string())
+    n_ref, n_hyp = len(ref_words), len(hyp_words)
     result = DocumentAlignment(hyp_codes=np.zeros(n_hyp, dtype=np.int8))
-    ref_keys = match_keys(pa.array(ref_words, pa.string())).to_pylist() if ref_words else []
-    hyp_keys = canonical_hypothesis(match_keys(pa.array(hyp_words, pa.string())).to_pylist()) if hyp_words else []
-    ref_tokens, owner = expand_numbers(ref_words, ref_keys, verbalizer, frozenset(hyp_keys))
+    ref_keys = match_keys(ref_words)
+    hyp_keys = canonical_hypothesis(match_keys(hyp_words))
+    ref_tokens, owner = expand_numbers(ref_words, ref_keys, verbalizer, hyp_keys)
     result.ref_tokens = len(ref_tokens)
-    status, aligned, block_end, result.substitutions, result.deletions, result.insertions = _pairs(ref_tokens, hyp_keys)
-    # the last hypothesis word aligned at or before each reference token
-    last_aligned = np.maximum.accumulate(aligned) if len(aligned) else aligned
-
-    n_ref = len(ref_words)
-    if n_ref == 0:
+    ids = pc.dictionary_encode(pa.concat_arrays([ref_tokens, hyp_keys])).indices.to_numpy(zero_copy_only=False)
+    status, aligned, block_end, result.substitutions, result.deletions, result.insertions = _pairs(
+        ids[: len(ref_tokens)], ids[len(ref_tokens):]
+    )
+    if n_ref == 0 or not (ref_codes > 0).any():
         return result
+    # near-identical substitutions (okay/ok, colour/color, bird/birds) count as recognized
+    subs = np.flatnonzero(status == _SUB)
+    if len(subs):
+        similarity = process.cpdist(ref_tokens.take(pa.array(subs)).to_pylist(),
+                                    hyp_keys.take(pa.array(aligned[subs])).to_pylist(), scorer=fuzz.ratio)
+        status[subs[similarity >= SIMILARITY]] = _EQUAL
+    recognized = np.bincount(owner, weights=(status != _EQUAL), minlength=n_ref) == 0
     first_token = np.searchsorted(owner, np.arange(n_ref), side="left")
     last_token = np.searchsorted(owner, np.arange(n_ref), side="right") - 1
-    # a word is recognized when every one of its tokens aligned as equal
-    # near-identical substitutions (okay/ok, colour/color, bird/birds) count as recognized
-    for j in np.flatnonzero(status == _SUB):
-        if _similar(ref_tokens[j], hyp_keys[aligned[j]]):
-            status[j] = _EQUAL
-    not_equal = np.bincount(owner, weights=(status != _EQUAL), minlength=n_ref) > 0
-    recognized = ~not_equal
+    # the last hypothesis word aligned at or before each reference token
+    last_aligned = np.maximum.accumulate(aligned)
 
-    for i in np.flatnonzero(ref_codes > 0):
-        code = int(ref_codes[i])
-        left = bool(recognized[i])
-        boundary = bool(ref_segment_end[i]) or i == n_ref - 1
-        right = boundary or bool(recognized[i + 1])
-        if policy == "ueffing" and not (left and right):
-            result.marks["dropped:context_not_recognized"] += 1
-            continue
-        if policy == "guerreiro" and not (left or right):
-            result.marks["dropped:context_not_recognized"] += 1
-            continue
-        if left:
-            target = int(aligned[last_token[i]])
-        elif i + 1 < n_ref and recognized[i + 1]:
-            target = int(aligned[first_token[i + 1]]) - 1
-        elif block_end[last_token[i]] >= 0:
-            # the left word ends a garbled stretch: the mark follows the whole stretch
-            target = int(block_end[last_token[i]])
-        else:
-            target = int(last_aligned[last_token[i]])
-        if target < 0:
-            result.marks["dropped:no_hypothesis_word_before"] += 1
-            continue
-        if not left:
-            result.marks["moved"] += 1
-        if result.hyp_codes[target] > 0:
-            result.marks["merged"] += 1
-        result.hyp_codes[target] = max(result.hyp_codes[target], code)
-        result.marks["transferred"] += 1
+    marked = np.flatnonzero(ref_codes > 0)
+    has_next = marked + 1 < n_ref
+    next_word = np.minimum(marked + 1, n_ref - 1)
+    left = recognized[marked]
+    next_recognized = has_next & recognized[next_word]
+    right = np.asarray(ref_segment_end, dtype=bool)[marked] | ~has_next | next_recognized
+    if policy == "ueffing":
+        keep = left & right
+    elif policy == "guerreiro":
+        keep = left | right
+    else:
+        keep = np.ones(len(marked), dtype=bool)
+    result.marks["dropped:context_not_recognized"] = int((~keep).sum())
+    # where each mark goes: see the module documentation
+    target = np.where(
+        left, aligned[last_token[marked]],
+        np.where(next_recognized, aligned[first_token[next_word]] - 1,
+                 np.where(block_end[last_token[marked]] >= 0, block_end[last_token[marked]],
+                          last_aligned[last_token[marked]])),
+    )
+    no_word = keep & (target < 0)
+    result.marks["dropped:no_hypothesis_word_before"] = int(no_word.sum())
+    keep &= ~no_word
+    target, codes = target[keep], ref_codes[marked][keep]
+    result.marks["transferred"] = int(keep.sum())
+    result.marks["moved"] = int((~left[keep]).sum())
+    result.marks["merged"] = int(len(target) - len(np.unique(target)))
+    np.maximum.at(result.hyp_codes, target, codes)
+    result.marks = Counter({k: v for k, v in result.marks.items() if v})
     return result
 
 
-def _documents(table: pa.Table) -> dict[str, tuple[list[str], np.ndarray, np.ndarray, list[int]]]:
-    """doc_id -> (words, label ids, segment-end flags, row indices), documents in first-seen order."""
-    docs: dict[str, tuple] = {}
-    doc_ids = table["doc_id"].to_pylist()
-    words = table["words"].to_pylist()
-    labels = table["labels"].to_pylist()
-    for row, (doc, w, l) in enumerate(zip(doc_ids, words, labels)):
-        entry = docs.setdefault(doc, ([], [], [], []))
-        entry[0].extend(w)
-        entry[1].extend(LABEL_TO_ID[x] for x in l)
-        entry[2].extend([False] * (len(w) - 1) + [True] if w else [])
-        entry[3].append(row)
-    return {d: (w, np.asarray(c, dtype=np.int8), np.asarray(e, dtype=bool), rows) for d, (w, c, e, rows) in docs.items()}
+@dataclass
+class _Document:
+    words: pa.Array          # the document's words, in order
+    codes: np.ndarray        # label id of each word
+    segment_end: np.ndarray  # True for the last word of each segment
+    positions: np.ndarray    # where the words sit in the table's flattened word column
+
+
+def _documents(table: pa.Table) -> dict[str, _Document]:
+    """The table's documents (in first-seen order) as flat word sequences."""
+    if table.num_rows == 0:
+        return {}
+    words = pc.list_flatten(table["words"].combine_chunks())
+    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=_LABEL_ARRAY).to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths)
+    segment_end = np.zeros(len(words), dtype=bool)
+    segment_end[ends[lengths > 0] - 1] = True
+    encoded = pc.dictionary_encode(table["doc_id"].combine_chunks())
+    row_doc = encoded.indices.to_numpy(zero_copy_only=False)
+    word_doc = np.repeat(row_doc, lengths)
+    order = np.argsort(word_doc, kind="stable")
+    bounds = np.searchsorted(word_doc[order], np.arange(len(encoded.dictionary) + 1))
+    docs = {}
+    for k, doc_id in enumerate(encoded.dictionary.to_pylist()):
+        positions = order[bounds[k] : bounds[k + 1]]
+        docs[doc_id] = _Document(words.take(pa.array(positions)), codes[positions].astype(np.int8),
+                                 segment_end[positions], positions)
+    return docs
 
 
 def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id") -> list[tuple[str, str]]:
@@ -248,26 +372,27 @@ def align_tables(
     hyp_marks = int(pc.sum(pc.not_equal(pc.list_flatten(hyp["labels"]), "O")).as_py() or 0) if hyp.num_rows else 0
     if hyp_marks:
         warnings.append(f"the hypothesis carried {hyp_marks} punctuation labels: ignored (stripped)")
-    if not any(len(d[0]) for d in hyp_docs.values()):
+    if not any(len(d.words) for d in hyp_docs.values()):
         if not force:
             raise AlignmentError("the hypothesis is empty: no words to align; pass --force to write an empty output")
         warnings.append("the hypothesis is empty")
     pairs = pair_documents(list(ref_docs), list(hyp_docs), pair_by) if hyp_docs else []
-    ref_all = [w for d, _ in pairs for w in ref_docs[d][0]]
-    hyp_all = [w for _, d in pairs for w in hyp_docs[d][0]]
-    ref_script, hyp_script = dominant_script(ref_all[:5000]), dominant_script(hyp_all[:5000])
+    n_ref_words = sum(len(ref_docs[d].words) for d, _ in pairs)
+    n_hyp_words = sum(len(hyp_docs[d].words) for _, d in pairs)
+    ref_script = dominant_script(ref_docs[pairs[0][0]].words[:2000].to_pylist()) if pairs else None
+    hyp_script = dominant_script(hyp_docs[pairs[0][1]].words[:2000].to_pylist()) if pairs else None
     if ref_script and hyp_script and ref_script != hyp_script:
         raise AlignmentError(
             f"reference is in {ref_script} script but hypothesis in {hyp_script}: not transcripts of the same text"
         )
     totals = Counter()
     marks = Counter()
-    hyp_label_codes = {}
+    hyp_codes = np.zeros(len(pc.list_flatten(hyp["words"])) if hyp.num_rows else 0, dtype=np.int8)
     per_document = []
     for ref_id, hyp_id in pairs:
-        words, codes, seg_end, _ = ref_docs[ref_id]
-        result = align_document(words, codes, seg_end, hyp_docs[hyp_id][0], policy, verbalizer)
-        hyp_label_codes[hyp_id] = result.hyp_codes
+        doc = ref_docs[ref_id]
+        result = align_document(doc.words, doc.codes, doc.segment_end, hyp_docs[hyp_id].words, policy, verbalizer)
+        hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
         doc_errors = result.substitutions + result.deletions + result.insertions
         per_document.append({"reference": ref_id, "hypothesis": hyp_id,
                              "wer": round(doc_errors / max(result.ref_tokens, 1), 4)})
@@ -285,28 +410,23 @@ def align_tables(
         )
 
     # the hypothesis's own words and segments, labels from the transfer
-    labels_column = []
-    doc_ids = hyp["doc_id"].to_pylist()
-    offsets_in_doc: Counter = Counter()
-    for doc, words in zip(doc_ids, hyp["words"].to_pylist()):
-        start = offsets_in_doc[doc]
-        codes = hyp_label_codes[doc][start : start + len(words)]
-        offsets_in_doc[doc] += len(words)
-        labels_column.append([LABELS[c] for c in codes])
-    from .schema import segments_table
+    words_column = hyp["words"].combine_chunks()
+    labels_column = pa.ListArray.from_arrays(
+        pc.subtract(words_column.offsets, words_column.offsets[0]), _LABEL_ARRAY.take(pa.array(hyp_codes))
+    )
 
     out = segments_table(
         corpus or (hyp["corpus"][0].as_py() if hyp.num_rows else "aligned"),
         hyp["lang"][0].as_py() if hyp.num_rows else (ref["lang"][0].as_py() if ref.num_rows else "und"),
         hyp["doc_id"], hyp["seg_id"], hyp["words"], labels_column,
     )
-    reference_marks = int(sum(int((ref_docs[r][1] > 0).sum()) for r, _ in pairs))
+    reference_marks = int(sum(int((ref_docs[r].codes > 0).sum()) for r, _ in pairs))
     dropped = {k.split(":", 1)[1]: v for k, v in sorted(marks.items()) if k.startswith("dropped:")}
     report = {
         "policy": policy,
         "documents": len(pairs),
-        "reference_words": len(ref_all),
-        "hypothesis_words": len(hyp_all),
+        "reference_words": n_ref_words,
+        "hypothesis_words": n_hyp_words,
         "wer": {
             "wer": round(wer, 4),
             "substitutions": totals["substitutions"],

@@ -40,6 +40,7 @@ class Verbalizer:
 
         self.lang = lang
         self.grammars = grammars  # name -> pynini.Fst
+        self._readings: dict[str, list[str]] = {}
         self._pynini = pynini
 
     def verbalize(self, token: str, grammar: str | None = None) -> str | None:
@@ -56,11 +57,16 @@ class Verbalizer:
         """Every distinct spoken form the grammars give (1990: cardinal and year readings)."""
         if not token or not any(c.isdigit() for c in token):
             return []
+        cached = self._readings.get(token)
+        if cached is not None:
+            return cached
         out = []
         for fst in self.grammars.values():
             spoken = self._apply(token, fst)
             if spoken is not None and spoken not in out:
                 out.append(spoken)
+        if len(self._readings) < 100_000:  # numbers repeat; the cache stays bounded
+            self._readings[token] = out
         return out
 
     def _apply(self, token: str, fst) -> str | None:
