@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
+from .executor import map_ordered
 from .labels import LABEL_TO_ID, LABELS
 from .schema import segments_table
 from .scripts import dominant_script
@@ -356,6 +357,10 @@ def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id"
     return [(d, d) for d in hyp_docs]
 
 
+def _align_job(job) -> DocumentAlignment:
+    return align_document(*job)
+
+
 def align_tables(
     ref: pa.Table,
     hyp: pa.Table,
@@ -365,8 +370,13 @@ def align_tables(
     force: bool = False,
     corpus: str | None = None,
     pair_by: str = "id",
+    workers: int = 1,
 ) -> tuple[pa.Table, dict]:
-    """Hypothesis segments labelled from the reference, and the alignment report."""
+    """Hypothesis segments labelled from the reference, and the alignment report.
+
+    ``workers`` > 1 aligns documents on that many processes (0: one per core); the
+    output is the same whatever the number.
+    """
     ref_docs, hyp_docs = _documents(ref), _documents(hyp)
     warnings = []
     hyp_marks = int(pc.sum(pc.not_equal(pc.list_flatten(hyp["labels"]), "O")).as_py() or 0) if hyp.num_rows else 0
@@ -389,9 +399,10 @@ def align_tables(
     marks = Counter()
     hyp_codes = np.zeros(len(pc.list_flatten(hyp["words"])) if hyp.num_rows else 0, dtype=np.int8)
     per_document = []
-    for ref_id, hyp_id in pairs:
-        doc = ref_docs[ref_id]
-        result = align_document(doc.words, doc.codes, doc.segment_end, hyp_docs[hyp_id].words, policy, verbalizer)
+    jobs = [(ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
+            for r, h in pairs]
+    results = map_ordered(_align_job, jobs, workers)
+    for (ref_id, hyp_id), result in zip(pairs, results):
         hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
         doc_errors = result.substitutions + result.deletions + result.insertions
         per_document.append({"reference": ref_id, "hypothesis": hyp_id,

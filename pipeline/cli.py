@@ -55,7 +55,8 @@ def _align(args) -> dict:
     except NoGrammarError:
         verbalizer = None
     out, report = align_tables(ref, hyp, policy=args.policy, verbalizer=verbalizer, max_wer=args.max_wer,
-                               force=args.force, corpus=args.corpus, pair_by=args.pair_by)
+                               force=args.force, corpus=args.corpus, pair_by=args.pair_by,
+                               workers=args.workers)
     io.write_parquet(out, args.out)
     io.write_json(report, args.report)
     for warning in report["warnings"]:
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--max-wer", type=float, default=0.5, help="fail above this WER (default 0.5)")
     align.add_argument("--force", action="store_true", help="align even above --max-wer")
     align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    align.add_argument("--workers", type=int, default=1, help="processes aligning documents (0: one per core)")
     align.add_argument("--out", required=True, help="output .parquet (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
         out, report = align_tables(
             ref, hyp, policy=entry.get("policy", "guerreiro"), verbalizer=verbalizer,
             max_wer=float(entry.get("max_wer", 0.5)), force=bool(entry.get("force", False)),
-            corpus=args.name, pair_by=entry.get("pair_by", "id"),
+            corpus=args.name, pair_by=entry.get("pair_by", "id"), workers=int(entry.get("workers", 1)),
         )
     except (AlignmentError, ValueError) as exc:
         print(f"error: alignment {args.name}: {exc}", file=sys.stderr)

@@ -146,6 +146,24 @@ def test_hypothesis_segmentation_kept():
     assert out["labels"].to_pylist() == [["O", "PERIOD", "O"], ["COMMA", "O", "PERIOD"]]
 
 
+def test_workers_give_identical_output(shared):
+    import pyarrow as pa
+
+    ref = get_reader("tsv")([shared / "iwslt_en/test2011.tsv"], lang="en", corpus="ref").table
+    hyp = get_reader("tsv")([shared / "iwslt_en/test2011asr.tsv"], lang="en", corpus="asr").table
+
+    def as_documents(table, n):
+        rows = table.num_rows
+        return table.set_column(2, "doc_id", pa.array([f"d{i * n // rows}" for i in range(rows)]))
+
+    ref, hyp = as_documents(ref, 4), as_documents(hyp, 4)
+    one, report_one = align_tables(ref, hyp, verbalizer=get_verbalizer("en"), workers=1, force=True)
+    two, report_two = align_tables(ref, hyp, verbalizer=get_verbalizer("en"), workers=2, force=True)
+    assert one.equals(two)
+    assert report_one == report_two
+    assert report_one["documents"] == 4
+
+
 def test_iwslt_test2011_onto_asr(shared):
     """test2011 (reference) onto the words of test2011asr, compared with test2011asr's own labels."""
     ref = get_reader("tsv")([shared / "iwslt_en/test2011.tsv"], lang="en", corpus="ref").table

@@ -43,6 +43,10 @@ class Verbalizer:
         self._readings: dict[str, list[str]] = {}
         self._pynini = pynini
 
+    def __reduce__(self):
+        # FSTs do not pickle: a worker process rebuilds (or, forked, inherits) the cached grammars
+        return get_verbalizer, (self.lang,)
+
     def verbalize(self, token: str, grammar: str | None = None) -> str | None:
         """Spoken form of ``token`` by the first grammar that accepts it (or ``grammar``), else None."""
         if not token or not any(c.isdigit() for c in token):
