@@ -1,0 +1,38 @@
+"""Grapheme-to-phoneme conversion per language, for confusable vocabularies.
+
+``get_g2p(lang).phonemize(words)`` returns one phoneme tuple per word (None for a
+word it cannot or should not convert) and counts of the skipped words by reason.
+English uses CMUdict and g2p-en's network offline; the other languages use
+approximations documented in their modules.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from collections import Counter
+from typing import Protocol
+
+
+class G2p(Protocol):
+    lang: str
+
+    def phonemize(self, words: list[str]) -> tuple[list[tuple[str, ...] | None], Counter]: ...
+
+
+class NoG2pError(ValueError):
+    pass
+
+
+#: language code -> module implementing it (several Indic languages share one)
+MODULES = {
+    "en": "en", "ms": "ms", "zh": "zh",
+    **{code: "indic" for code in ("as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te")},
+}
+
+
+@functools.lru_cache(maxsize=None)
+def get_g2p(lang: str) -> G2p:
+    module = MODULES.get(lang)
+    if module is None:
+        raise NoG2pError(f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}")
+    return importlib.import_module(f"{__name__}.{module}").make(lang)
