@@ -67,6 +67,37 @@ def _align(args) -> dict:
     return report
 
 
+def _read_vocabulary(path: str, min_count: int) -> list[str]:
+    if path.endswith(".parquet"):
+        from .confusables import vocabulary_from_segments
+
+        return vocabulary_from_segments(io.read_segments(path), min_count)
+    return [line.strip() for line in io.read_text(path).splitlines() if line.strip()]
+
+
+def _confusables(args) -> dict:
+    from .confusables import build_confusables
+    from .g2p import get_g2p
+
+    g2p = get_g2p(args.lang)
+    if args.keep_stress:
+        if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
+            raise ValueError(f"--keep-stress means nothing for language {args.lang!r}")
+        g2p = type(g2p)(True)
+    words = _read_vocabulary(args.vocab, args.min_count)
+    table, report = build_confusables(
+        words, g2p, k=args.k, workers=args.workers,
+        progress=lambda stage, done, total: print(f"confusables: radius {stage}: {done}/{total} words settled",
+                                                  file=sys.stderr),
+    )
+    io.write_parquet(table, args.out)
+    if args.report:
+        io.write_json(report, args.report)
+    print(f"confusables: {report['words']} words, {report['rows']} rows, skipped {report['skipped']} -> {args.out}",
+          file=sys.stderr)
+    return report
+
+
 def build_parser() -> argparse.ArgumentParser:
     from corpora import READERS
 
@@ -116,6 +147,21 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--out", required=True, help="output .parquet (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
+
+    conf = commands.add_parser(
+        "confusables", help="top-k phoneme-edit-distance neighbours of a vocabulary",
+        description="For every vocabulary word, the k other words closest by Levenshtein distance over "
+                    "phoneme sequences (exact; ties by distance then word; homophones flagged).",
+    )
+    conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
+    conf.add_argument("--vocab", required=True, help="one word per line, or a segment .parquet")
+    conf.add_argument("--min-count", type=int, default=1, help="with a segment Parquet: keep words seen this often")
+    conf.add_argument("--k", type=int, default=3)
+    conf.add_argument("--keep-stress", action="store_true", help="keep English stress digits / Mandarin tones")
+    conf.add_argument("--workers", type=int, default=0, help="threads for rapidfuzz (0: one per core)")
+    conf.add_argument("--out", required=True, help="output .parquet")
+    conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
+    conf.set_defaults(func=_confusables)
     return parser
 
 

@@ -278,3 +278,41 @@ def confusables_table(words: list[str], sequences: list[tuple[str, ...]], neighb
         ],
         schema=CONFUSABLES_SCHEMA,
     )
+
+
+def vocabulary_from_segments(table: pa.Table, min_count: int = 1) -> list[str]:
+    """The distinct words of a segment table seen at least ``min_count`` times."""
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return []
+    counts = pc.value_counts(pc.list_flatten(table["words"]))
+    keep = pc.greater_equal(counts.field("counts"), min_count)
+    return sorted(w for w in counts.field("values").filter(keep).to_pylist() if w)
+
+
+def build_confusables(words: list[str], g2p, k: int = 3, workers: int | None = 0, progress=None) -> tuple[pa.Table, dict]:
+    """Confusables table of a vocabulary with a language's g2p, and a report of what was skipped."""
+    lowercase = getattr(g2p, "lang", "") == "en"
+    vocabulary = sorted({(w.strip().lower() if lowercase else w.strip()) for w in words} - {""})
+    if not vocabulary:
+        raise ValueError("the vocabulary is empty: no words to find neighbours for")
+    sequences, skipped = g2p.phonemize(vocabulary)
+    kept = [(w, s) for w, s in zip(vocabulary, sequences) if s]
+    if not kept:
+        raise ValueError(f"no word of the vocabulary could be converted to phonemes (skipped: {dict(skipped)})")
+    if len(kept) < 2:
+        raise ValueError("the vocabulary has a single convertible word: it has no neighbours")
+    kept_words, kept_sequences = [w for w, _ in kept], [s for _, s in kept]
+    neighbours = top_k(kept_sequences, k, workers=workers, progress=progress)
+    table = confusables_table(kept_words, kept_sequences, neighbours)
+    report = {
+        "vocabulary": len(vocabulary),
+        "words": len(kept_words),
+        "skipped": dict(sorted(skipped.items())),
+        "k": k,
+        "rows": table.num_rows,
+        "homophone_rows": int(np.sum(neighbours.distance[neighbours.index >= 0] == 0)),
+        "search": dict(neighbours.stats),
+    }
+    return table, report

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.cli import build_parser, main
 
-COMMANDS = ["ingest", "audit"]
+COMMANDS = ["ingest", "audit", "align", "confusables"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
