@@ -177,27 +177,25 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
     # candidate neighbours found so far, as (query, word, distance)
     found_q, found_w, found_d = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     settled = np.zeros(n, dtype=bool) if k_eff > 0 else np.ones(n, dtype=bool)
-    index_hash, index_row = [], []
-    query_hash_by_r: dict[int, tuple] = {}
     all_rows = np.arange(n)
     for radius in range(0, MAX_RADIUS + 1):
         pending = np.flatnonzero(~settled)
         if not len(pending):
             break
-        h, r = _variant_hashes(padded, lengths, radius, all_rows)
-        index_hash.append(h)
-        index_row.append(r)
-        idx_h, idx_r = np.concatenate(index_hash), np.concatenate(index_row)
-        # the pending words' variants with up to `radius` deletions
-        mask = np.zeros(n, dtype=bool)
-        mask[pending] = True
-        q_h, q_r = [], []
-        for rr in range(radius + 1):
-            qh, qr = _variant_hashes(padded, lengths, rr, pending)
-            q_h.append(qh)
-            q_r.append(qr)
-        q_h, q_r = np.concatenate(q_h), np.concatenate(q_r)
-        a, b = _join(idx_h, idx_r, q_h, q_r, n)
+        # variants only meet variants of the same length: one length at a time keeps memory bounded
+        pairs_a, pairs_b = [], []
+        for m in range(0, int(lengths.max()) + 1):
+            idx = [_variant_hashes(padded, lengths, l, all_rows[lengths == m + l]) for l in range(radius + 1)]
+            qry = [_variant_hashes(padded, lengths, j, pending[lengths[pending] == m + j]) for j in range(radius + 1)]
+            q_h = np.concatenate([h for h, _ in qry])
+            if not len(q_h):
+                continue
+            a, b = _join(np.concatenate([h for h, _ in idx]), np.concatenate([r for _, r in idx]),
+                         q_h, np.concatenate([r for _, r in qry]), n)
+            pairs_a.append(a)
+            pairs_b.append(b)
+        key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
+        a, b = key // n, key % n
         if len(a):
             d = np.asarray(process.cpdist([strings[i] for i in a], [strings[i] for i in b],
                                           scorer=Levenshtein.distance, workers=workers), dtype=np.int64)

@@ -24,12 +24,14 @@ import functools
 import io
 import os
 import re
+import unicodedata
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from ..executor import map_ordered
 from ..verbalize import cache_dir
 
 _LETTERS = re.compile(r"^[a-z][a-z']*$")
@@ -84,14 +86,19 @@ class BatchedPredictor:
         self.v = {name: variables[name] for name in variables.files}
         self.g2idx = {g: i for i, g in enumerate(graphemes)}
         self.phonemes = phonemes
+        # inputs are embeddings of a few symbols: their input projections are a lookup table
+        self.enc_in = np.stack([np.matmul(self.v["enc_emb"][[i]], self.v["enc_w_ih"].T)[0]
+                                for i in range(len(self.v["enc_emb"]))]) + self.v["enc_b_ih"]
+        self.dec_in = np.stack([np.matmul(self.v["dec_emb"][[i]], self.v["dec_w_ih"].T)[0]
+                                for i in range(len(self.v["dec_emb"]))]) + self.v["dec_b_ih"]
 
     @staticmethod
     def _sigmoid(x):
         return 1 / (1 + np.exp(-x))
 
-    def _cell(self, x, h, prefix):
+    def _cell(self, rzn_ih, h, prefix):
+        """g2p-en's GRU cell, given the input projection ``x @ w_ih.T + b_ih``."""
         v = self.v
-        rzn_ih = np.matmul(x, v[f"{prefix}_w_ih"].T) + v[f"{prefix}_b_ih"]
         rzn_hh = np.matmul(h, v[f"{prefix}_w_hh"].T) + v[f"{prefix}_b_hh"]
         cut = rzn_ih.shape[-1] * 2 // 3
         rz = self._sigmoid(rzn_ih[:, :cut] + rzn_hh[:, :cut])
@@ -103,15 +110,14 @@ class BatchedPredictor:
         """Words of one length -> phoneme lists (greedy decoding, at most 20 phonemes)."""
         unk, end = self.g2idx["<unk>"], self.g2idx["</s>"]
         ids = np.array([[self.g2idx.get(c, unk) for c in w] + [end] for w in words])
-        x = self.v["enc_emb"][ids]  # (batch, steps, emb)
         h = np.zeros((len(words), self.v["enc_w_hh"].shape[-1]), np.float32)
         for t in range(ids.shape[1]):
-            h = self._cell(x[:, t, :], h, "enc")
-        dec = np.repeat(self.v["dec_emb"][[2]], len(words), axis=0)  # <s>
+            h = self._cell(self.enc_in[ids[:, t]], h, "enc")
+        pred = np.full(len(words), 2)  # <s>
         out = [[] for _ in words]
         alive = np.arange(len(words))
         for _ in range(20):
-            h = self._cell(dec, h, "dec")
+            h = self._cell(self.dec_in[pred], h, "dec")
             pred = (np.matmul(h, self.v["fc_w"].T) + self.v["fc_b"]).argmax(axis=1)
             going = pred != 3  # </s>
             for row, p in zip(alive[going].tolist(), pred[going].tolist()):
@@ -119,32 +125,33 @@ class BatchedPredictor:
             alive, h, pred = alive[going], h[going], pred[going]
             if not len(alive):
                 break
-            dec = self.v["dec_emb"][pred]
         return [[self.phonemes[p] if p < len(self.phonemes) else "<unk>" for p in row] for row in out]
 
-    def predict(self, words: list[str], batch: int = 4096) -> list[list[str]]:
+    def predict(self, words: list[str], batch: int = 2048, workers: int = 1) -> list[list[str]]:
+        """Phonemes of many words: batches of equal length, on ``workers`` processes (0: one per core)."""
         by_length: dict[int, list[int]] = {}
         for i, w in enumerate(words):
             by_length.setdefault(len(w), []).append(i)
+        batches = [rows[start : start + batch] for _, rows in sorted(by_length.items())
+                   for start in range(0, len(rows), batch)]
+        outputs = map_ordered(self.predict_same_length, [[words[j] for j in part] for part in batches],
+                              workers if len(words) > 5000 else 1, chunks_per_worker=8)
         result: list[list[str]] = [[] for _ in words]
-        for length in sorted(by_length):
-            rows = by_length[length]
-            for start in range(0, len(rows), batch):
-                part = rows[start : start + batch]
-                for i, phones in zip(part, self.predict_same_length([words[j] for j in part])):
-                    result[i] = phones
+        for part, phones in zip(batches, outputs):
+            for i, p in zip(part, phones):
+                result[i] = p
         return result
 
 
 class EnglishG2p:
     lang = "en"
 
-    def __init__(self, keep_stress: bool = False):
+    def __init__(self, keep_stress: bool = False, workers: int = 1):
         module = g2p_en_module()
         self.keep_stress = keep_stress
-        self.cmu = module.cmudict.dict()
-        reference = module.G2p.__new__(module.G2p)  # only its tables: no POS tagger is touched
-        module.G2p.__init__(reference)
+        self.workers = workers
+        reference = module.G2p()  # its constructor loads tables only: the POS tagger is never touched
+        self.cmu = reference.cmu
         self.reference = reference
         self.predictor = BatchedPredictor(reference.variables, reference.graphemes, reference.phonemes)
 
@@ -159,6 +166,8 @@ class EnglishG2p:
         oov: list[int] = []
         for i, word in enumerate(words):
             w = word.lower()
+            if not w.isascii():  # g2p-en strips accents: naïve -> naive
+                w = "".join(c for c in unicodedata.normalize("NFD", w) if unicodedata.category(c) != "Mn")
             if w in self.cmu:
                 out[i] = self._strip(self.cmu[w][0])
             elif _LETTERS.match(w):
@@ -169,7 +178,8 @@ class EnglishG2p:
                 skipped["not_latin_script"] += 1
             else:
                 skipped["not_letters"] += 1
-        for i, phones in zip(oov, self.predictor.predict([words[i].lower() for i in oov])):
+        oov_words = ["".join(c for c in unicodedata.normalize("NFD", words[i].lower()) if unicodedata.category(c) != "Mn") for i in oov]
+        for i, phones in zip(oov, self.predictor.predict(oov_words, workers=self.workers)):
             out[i] = self._strip(phones) if phones else None
             if not phones:
                 skipped["no_prediction"] += 1
