@@ -15,6 +15,8 @@ READERS: dict[str, str] = {
     "tsv": "labelled_tsv",
     "text": "punctuated_text",
     "transcript": "transcript",
+    "ted_xml": "ted_xml",
+    "news_json": "news_json",
 }
 
 

@@ -20,7 +20,10 @@ class Prepared:
     dropped: Counter = field(default_factory=Counter)
 
     def report(self) -> dict:
-        return {**dict(sorted(self.stats.items())), "dropped": dict(sorted(self.dropped.items()))}
+        out = {**dict(sorted(self.stats.items())), "dropped": dict(sorted(self.dropped.items()))}
+        if getattr(self, "sources", None):
+            out["sources"] = {k: {"seen": v[0], "kept": v[1]} for k, v in sorted(self.sources.items())}
+        return out
 
 
 def as_paths(paths: Iterable) -> list[Path]:

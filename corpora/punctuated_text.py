@@ -1,7 +1,8 @@
 """Punctuated text, one sentence or segment per line.
 
 Blank lines separate documents by default (``doc_boundary``: ``blank_line``,
-``file`` or ``line``).  Labels come from the marks in the text
+``file`` or ``line``).  ``quoting: csv`` reads lines written as CSV fields (FLORES
+Tamil: a line in double quotes, ``""`` for a quote inside).  Labels come from the marks in the text
 (:func:`pipeline.labelling.label_lines`).
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io import read_text
+from pipeline.io import InputError, read_text
 from pipeline.labelling import label_lines
 from pipeline.languages import get_language
 from pipeline.schema import concat
@@ -18,18 +19,40 @@ from pipeline.schema import concat
 from .base import Prepared, as_paths, table_from_lines
 
 
-def read_lines(path, language) -> tuple[pa.Array, np.ndarray]:
-    lines = language.normalize_text(read_text(path))
+def unquote_csv(text: str, path) -> str:
+    """Lines written as CSV fields (FLORES: ``"a ""quoted"" word"``) back to plain text, line count kept."""
+    import csv
+
+    out = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.startswith('"'):
+            try:
+                fields = next(csv.reader([line]))
+            except (csv.Error, StopIteration) as exc:
+                raise InputError(f"{path}:{lineno}: malformed CSV quoting: {exc}") from None
+            line = ",".join(fields)
+        out.append(line)
+    return "\n".join(out)
+
+
+def read_lines(path, language, quoting: str = "none") -> tuple[pa.Array, np.ndarray]:
+    text = read_text(path)
+    if quoting == "csv":
+        text = unquote_csv(text, path)
+    elif quoting != "none":
+        raise ValueError(f"quoting must be none or csv, not {quoting!r}")
+    lines = language.normalize_text(text)
     blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0).to_numpy(zero_copy_only=False)
     return lines, np.asarray(blank, dtype=bool)
 
 
-def prepare(paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False) -> Prepared:
+def prepare(paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False,
+            quoting: str = "none") -> Prepared:
     language = get_language(lang)
     prepared = Prepared(table=None)
     tables = []
     for path in as_paths(paths):
-        lines, blank = read_lines(path, language)
+        lines, blank = read_lines(path, language, quoting)
         prepared.stats["files"] += 1
         prepared.stats["lines"] += len(lines)
         prepared.stats["blank_lines"] += int(blank.sum())

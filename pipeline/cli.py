@@ -14,7 +14,16 @@ def _ingest(args) -> dict:
     options = {}
     if args.doc_boundary:
         options["doc_boundary"] = args.doc_boundary
+    if args.quoting:
+        options["quoting"] = args.quoting
     prepared = get_reader(args.reader)(args.inputs, lang=args.lang, corpus=args.corpus, **options)
+    if args.spoken:
+        from .spoken import speak_table
+        from .verbalize import get_verbalizer
+
+        prepared.table, counts = speak_table(prepared.table, get_verbalizer(args.lang))
+        prepared.stats.update(counts)
+        prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())
     io.write_parquet(prepared.table, args.out)
     report = {"corpus": args.corpus, "reader": args.reader, "lang": args.lang, **prepared.report()}
     if args.stats:
@@ -115,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--corpus", required=True, help="dataset name stored in every row")
     ingest.add_argument("--doc-boundary", choices=["file", "blank_line", "line"],
                         help="text readers: what separates documents (default: blank_line for text, file for transcript)")
+    ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
+    ingest.add_argument("--spoken", action="store_true", help="replace written numbers by their spoken form")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s)")
     ingest.add_argument("--out", required=True, help="output .parquet")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")

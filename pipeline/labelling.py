@@ -104,6 +104,14 @@ def _patch(strings: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
     return pa.concat_arrays(pieces)
 
 
+def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
+    """Words with letters, none of them in ``scripts`` (digits and symbols are no script)."""
+    has_letter = pc.match_substring_regex(words, r"\pL")
+    own = "|".join(f"\\p{{{s}}}" for s in scripts)
+    in_script = pc.match_substring_regex(words, f"(?:{own})")
+    return pc.and_(has_letter, pc.invert(in_script)).to_numpy(zero_copy_only=False)
+
+
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
@@ -171,6 +179,24 @@ def label_lines(lines, language: Language) -> Labelled:
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
+    if language.drop_other_scripts and language.scripts:
+        other = _other_script(body, language.scripts) & is_word
+        n_other = int(other.sum())
+        if n_other:
+            dropped["word_in_other_script"] += n_other
+            # the word goes, its mark stays: it labels the last kept word before it on the line
+            codes = codes.copy()
+            is_word = is_word & ~other
+            word_codes = codes[is_word]
+            words_before = np.zeros(len(codes) + 1, dtype=np.int64)
+            np.cumsum(is_word, out=words_before[1:])
+            offsets = words_before[token_offsets]
+            moved = np.flatnonzero(other & (codes > 0))
+            if len(moved):
+                line = np.searchsorted(token_offsets, moved, side="right") - 1
+                owner = words_before[moved] - 1
+                attached = owner >= offsets[line]
+                np.maximum.at(word_codes, owner[attached], codes[moved[attached]])
     words = body.filter(pa.array(is_word))
     if language.lowercase:
         words = pc.utf8_lower(words)

@@ -6,6 +6,8 @@ import sys
 
 from corpora import get_reader
 from pipeline import io
+from pipeline.spoken import speak_table
+from pipeline.verbalize import get_verbalizer
 from stages.common import input_files, load_params
 
 
@@ -17,8 +19,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     entry = dict(load_params(args.params, "corpora", args.corpus))
     reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
+    spoken = entry.pop("spoken", False)
     try:
         prepared = get_reader(reader)(input_files(source), lang=lang, corpus=args.corpus, **entry)
+        if spoken:
+            prepared.table, counts = speak_table(prepared.table, get_verbalizer(lang))
+            prepared.stats.update(counts)
+            prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())
     except (io.InputError, ValueError) as exc:
         print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
         return 2

@@ -39,8 +39,10 @@ class Language:
     normalize_lines: Callable[[list[str]], list[str]] = _identity
     #: splits a normalized line into word tokens (marks still attached); whitespace by default
     tokenize: Callable[[str], list[str]] | None = None
-    #: scripts (Unicode script names as in ``pipeline.scripts``) the language is written in
+    #: Unicode scripts the language is written in (RE2 names: Latin, Devanagari, Bengali, Han...)
     scripts: tuple[str, ...] = ()
+    #: remove words with letters of none of ``scripts`` (counted; the line is kept)
+    drop_other_scripts: bool = False
     notes: str = field(default="", compare=False)
 
     @property

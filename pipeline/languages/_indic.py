@@ -1,4 +1,4 @@
-"""Shared helper for languages normalized by indic-nlp-library."""
+"""Shared helper for the Indic languages normalized by indic-nlp-library."""
 from __future__ import annotations
 
 import functools
@@ -9,7 +9,7 @@ from typing import Callable
 def _normalizer(code: str):
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 
-    # remove_nuktas=False: nukta letters (য়, ড়) are distinct letters in Bangla and Hindi
+    # remove_nuktas=False: nukta letters (য়, ड़) are distinct letters
     return IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
 
 
@@ -20,3 +20,16 @@ def indic_normalizer(code: str) -> Callable[[list[str]], list[str]]:
 
     normalize.__name__ = f"indic_normalize_{code}"
     return normalize
+
+
+def indic_language(code: str, name: str, script: str):
+    from . import Language
+
+    return Language(
+        code=code,
+        name=name,
+        keep_joiners=True,
+        normalize_lines=indic_normalizer(code),
+        scripts=(script,),
+        drop_other_scripts=True,
+    )

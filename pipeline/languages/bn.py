@@ -1,11 +1,5 @@
-"""Bangla: indic-nlp-library's normalizer (nukta forms, vowel signs, chandrabindu), joiners kept."""
-from . import Language
-from ._indic import indic_normalizer
+"""Bangla: indic-nlp-library's normalizer; danda ends sentences; words in another script
+than Bengali are removed, the line kept (indic-punct)."""
+from ._indic import indic_language
 
-LANGUAGE = Language(
-    code="bn",
-    name="Bangla",
-    keep_joiners=True,
-    normalize_lines=indic_normalizer("bn"),
-    scripts=("Bengali",),
-)
+LANGUAGE = indic_language("bn", "Bangla", "Bengali")

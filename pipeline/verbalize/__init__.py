@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 from ..lexicon import LEXICON_DIR
@@ -47,9 +48,14 @@ class Verbalizer:
         # FSTs do not pickle: a worker process rebuilds (or, forked, inherits) the cached grammars
         return get_verbalizer, (self.lang,)
 
+    @staticmethod
+    def might_apply(token: str) -> bool:
+        """Cheap test: only tokens with a digit, or web addresses, can be verbalized."""
+        return any(c.isdigit() for c in token) or token.startswith(("www.", "http://", "https://"))
+
     def verbalize(self, token: str, grammar: str | None = None) -> str | None:
         """Spoken form of ``token`` by the first grammar that accepts it (or ``grammar``), else None."""
-        if not token or not any(c.isdigit() for c in token):
+        if not token or not self.might_apply(token):
             return None
         for name in [grammar] if grammar else self.grammars:
             spoken = self._apply(token, self.grammars[name])
@@ -59,7 +65,7 @@ class Verbalizer:
 
     def readings(self, token: str) -> list[str]:
         """Every distinct spoken form the grammars give (1990: cardinal and year readings)."""
-        if not token or not any(c.isdigit() for c in token):
+        if not token or not self.might_apply(token):
             return []
         cached = self._readings.get(token)
         if cached is not None:
@@ -82,7 +88,8 @@ class Verbalizer:
         if lattice.start() == pynini.NO_STATE_ID or lattice.num_states() == 0:
             return None
         out = pynini.shortestpath(lattice).project("output").rmepsilon().string()
-        return re.sub(r" +", " ", out).strip()
+        # NFC, as the pipeline's text: word lists typed with precomposed letters match normalized words
+        return unicodedata.normalize("NFC", re.sub(r" +", " ", out).strip())
 
     def verbalize_words(self, words: list[str]) -> list[str]:
         """Each word replaced by its spoken form where a grammar accepts it."""
@@ -100,7 +107,7 @@ def grammar_files(lang: str) -> list[Path]:
 
 def _fingerprint(lang: str, module) -> str:
     digest = hashlib.sha256(_CACHE_VERSION.encode())
-    for path in grammar_files(lang) + [Path(module.__file__), Path(__file__).with_name("builders.py")]:
+    for path in grammar_files(lang) + [Path(module.__file__), *sorted(Path(__file__).parent.glob("builders*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -133,7 +140,7 @@ def get_verbalizer(lang: str) -> Verbalizer:
 def available() -> list[str]:
     import pkgutil
 
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("builders",))
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("builders"))
 
 
 def read_cases(path: Path) -> list[tuple[int, str, str]]:

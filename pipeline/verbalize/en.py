@@ -61,6 +61,10 @@ def build(folder) -> dict[str, pynini.Fst]:
     year = (pynini.difference(pynini.union(*"0123456789").closure(4, 4), pynini.union("2000", "2001", "2002", "2003", "2004", "2005", "2006", "2007", "2008", "2009")) @ year).optimize()
     # decades: 1970s -> nineteen seventies, '90s / 90s -> nineties
     tens = (pynini.union(*"123456789") + pynini.accep("0")) @ two
-    decade = (((year | pynutil.delete("'").ques + tens) + pynutil.delete("s")) @ pynini.cdrewrite(pynini.cross("ty", "ties"), "", "[EOS]", pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure())).optimize()
+    # plural of the last word: nineteen seventy -> seventies, hundred -> hundreds, ten -> tens
+    sigma = pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure()
+    add_s = pynini.cdrewrite(pynutil.insert("s"), pynini.union(*"abcdefghijklmnopqrstuvwxz"), "[EOS]", sigma)
+    y_to_ies = pynini.cdrewrite(pynini.cross("y", "ies"), "", "[EOS]", sigma)
+    decade = (((year | pynutil.delete("'").ques + tens) + pynutil.delete("s")) @ add_s @ y_to_ies).optimize()
     return {"cardinal": cardinal, "decimal": decimal, "ordinal": ordinal, "currency": currency, "percent": percent,
             "year": year, "decade": decade}
