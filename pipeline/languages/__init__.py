@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..lexicon import PunctuationTable, punctuation_table, word_set
-import pyarrow as pa
+import pyarrow  # not "as pa": the Punjabi module pipeline.languages.pa would shadow it
 
 from ..normalize import clean_lines, split_lines
 
@@ -53,20 +53,20 @@ class Language:
     def abbreviations(self) -> frozenset[str]:
         return word_set(self.code, "abbreviations.txt")
 
-    def normalize(self, lines: pa.Array) -> pa.Array:
+    def normalize(self, lines: pyarrow.Array) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept."""
         lines = clean_lines(lines, self.keep_joiners)
         if self.normalize_lines is not _identity and len(lines):
-            lines = pa.array(self.normalize_lines(lines.to_pylist()), pa.string())
+            lines = pyarrow.array(self.normalize_lines(lines.to_pylist()), pyarrow.string())
         return lines
 
-    def normalize_text(self, text: str) -> pa.Array:
+    def normalize_text(self, text: str) -> pyarrow.Array:
         """Split a block of text into lines and normalize them."""
         return self.normalize(split_lines(text))
 
     def normalize_words(self, words: list[str]) -> list[str]:
         """Normalize already tokenized words (one per entry), keeping their count."""
-        out = self.normalize(pa.array(words, pa.string())).to_pylist()
+        out = self.normalize(pyarrow.array(words, pyarrow.string())).to_pylist()
         return [w.strip() for w in out]
 
 
