@@ -29,8 +29,9 @@ from .labels import LABELS, LABEL_TO_ID, RENDERED_MARK
 from .languages import Language
 
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
-# a word made of single letters each followed by a period: u.s, e.g, a.m
-_INITIALISM = r"^(\pL\.)+\pL$"
+# a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
+# initial (George W. Bush): its period is part of it
+_INITIALISM = r"^(\pL\.)+\pL$|^\p{Lu}$"
 
 
 @dataclass
@@ -161,6 +162,13 @@ def label_lines(lines, language: Language) -> Labelled:
         codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
     is_word = body_len > 0
+    other = np.zeros(len(codes), dtype=bool)
+    if language.drop_other_scripts and language.scripts:
+        # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
+        other = _other_script(body, language.scripts) & is_word
+        if other.any():
+            dropped["word_in_other_script"] += int(other.sum())
+            is_word = is_word & ~other
     word_codes = codes[is_word]
     # words before each token, and the new list offsets: one cumulative sum serves both
     words_before = np.zeros(len(codes) + 1, dtype=np.int64)
@@ -175,28 +183,10 @@ def label_lines(lines, language: Language) -> Labelled:
         np.maximum.at(word_codes, owner[attached], codes[loose[attached]])
         if (~attached).any():
             dropped["mark_without_word_before_it"] += int((~attached).sum())
-    n_bare = int((~is_word & (codes == 0) & nonempty).sum())
+    n_bare = int((~is_word & (codes == 0) & nonempty & ~other).sum())
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    if language.drop_other_scripts and language.scripts:
-        other = _other_script(body, language.scripts) & is_word
-        n_other = int(other.sum())
-        if n_other:
-            dropped["word_in_other_script"] += n_other
-            # the word goes, its mark stays: it labels the last kept word before it on the line
-            codes = codes.copy()
-            is_word = is_word & ~other
-            word_codes = codes[is_word]
-            words_before = np.zeros(len(codes) + 1, dtype=np.int64)
-            np.cumsum(is_word, out=words_before[1:])
-            offsets = words_before[token_offsets]
-            moved = np.flatnonzero(other & (codes > 0))
-            if len(moved):
-                line = np.searchsorted(token_offsets, moved, side="right") - 1
-                owner = words_before[moved] - 1
-                attached = owner >= offsets[line]
-                np.maximum.at(word_codes, owner[attached], codes[moved[attached]])
     words = body.filter(pa.array(is_word))
     if language.lowercase:
         words = pc.utf8_lower(words)

@@ -5,6 +5,8 @@ handled by whitespace splitting), so English text passes almost for free.
 """
 from __future__ import annotations
 
+import unicodedata
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,6 +25,7 @@ def _class(chars: str) -> str:
 
 _DELETE_RE = {False: _class(DELETE + JOINERS), True: _class(DELETE)}
 _SPACES_RE = _class(SPACES)
+_ANY_RE = {False: _class(DELETE + JOINERS + SPACES), True: _class(DELETE + SPACES)}
 
 
 def split_lines(text: str) -> pa.Array:
@@ -41,12 +44,25 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     non_ascii = pc.invert(pc.string_is_ascii(lines))
     if not pc.any(non_ascii).as_py():
         return lines
-    idx = pc.indices_nonzero(non_ascii)
-    subset = lines.take(idx)
-    subset = pc.replace_substring_regex(subset, _DELETE_RE[keep_joiners], "")
-    subset = pc.replace_substring_regex(subset, _SPACES_RE, " ")
-    subset = pc.utf8_normalize(subset, form="NFC")
+    subset = lines.filter(non_ascii)
+    # most text has no zero-width or odd space at all: one matching pass decides
+    if pc.any(pc.match_substring_regex(subset, _ANY_RE[keep_joiners])).as_py():
+        subset = pc.replace_substring_regex(subset, _DELETE_RE[keep_joiners], "")
+        subset = pc.replace_substring_regex(subset, _SPACES_RE, " ")
+    if not _is_nfc(subset):
+        subset = pc.utf8_normalize(subset, form="NFC")
     return pc.replace_with_mask(lines, non_ascii, subset)
+
+
+def _is_nfc(strings: pa.Array) -> bool:
+    """Python's quick NFC check over the array's whole UTF-8 buffer (much faster than normalizing)."""
+    import numpy as np
+
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = strings.buffers()[2]
+    text = data.to_pybytes()[start:end].decode("utf-8") if data is not None else ""
+    return unicodedata.is_normalized("NFC", text)
 
 
 def clean_text(text: str, keep_joiners: bool = False) -> str:

@@ -1,0 +1,60 @@
+"""Language normalization costs.
+
+1. Indic: the pipeline's normalization of FLORES Hindi and Bangla lines (Unicode
+   clean-up + indic-nlp-library normalizer), against the bare indic-nlp normalizer on
+   the same lines, same run; target overhead <= 30 %.
+2. Mandarin: IWSLT zh text through normalization, jieba segmentation and labelling,
+   characters per second on one core (target >= 0.6 M chars/s); jieba alone timed
+   in the same run as the baseline.
+"""
+from __future__ import annotations
+
+import time
+
+from _common import require_shared
+
+import pyarrow as pa
+
+
+def best_of(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    shared = require_shared()
+    from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
+
+    from pipeline.labelling import label_lines
+    from pipeline.languages import get_language
+
+    for code, name in (("hi", "hin_Deva"), ("bn", "ben_Beng")):
+        text = (shared / "indic" / "flores" / f"{name}.devtest").read_text(encoding="utf-8")
+        lines = text.split("\n") * 20
+        language = get_language(code)
+        bare = IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
+        t_bare = best_of(lambda: [bare.normalize(line) for line in lines])
+        t_ours = best_of(lambda: language.normalize(pa.array(lines, pa.string())))
+        print(f"{code}: {len(lines):,} lines  bare indic-nlp {t_bare:.3f} s  pipeline {t_ours:.3f} s"
+              f"  overhead {100 * (t_ours / t_bare - 1):+.1f} % (target <= +30 %)")
+
+    zh = get_language("zh")
+    text = "\n".join((shared / "iwslt_zh" / f).read_text(encoding="utf-8")
+                     for f in ("iwslt2010_dev_zh.txt", "iwslt2011_test_zh.txt", "iwslt2012_test_zh.txt")) * 3
+    chars = len(text)
+    zh.tokenize("预热")  # load jieba's dictionary outside the timing
+    t_pipeline = best_of(lambda: label_lines(zh.normalize_text(text), zh), repeat=2)
+    from pipeline.languages.zh import _jieba
+
+    tokenizer = _jieba(None)
+    t_jieba = best_of(lambda: [tokenizer.lcut(line) for line in text.split("\n")], repeat=2)
+    print(f"zh: {chars:,} characters  pipeline {chars / t_pipeline / 1e6:.2f} M chars/s (target >= 0.6)"
+          f"  jieba alone {chars / t_jieba / 1e6:.2f} M chars/s  ratio {t_pipeline / t_jieba:.2f}x of jieba's time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Every seed language from its raw sources (readers, normalization, real corpora)."""
+import glob
+import json
+import os
+
+import pytest
+import yaml
+
+from corpora import get_reader
+from corpora.news_json import load_sources
+from corpora.ted_xml import prepare as prepare_ted
+from pipeline.audit import audit
+from pipeline.io import InputError
+from pipeline.languages import UnknownLanguageError, get_language
+from pipeline.labelling import label_lines
+from pipeline.scripts import dominant_script
+from pipeline.spoken import speak_table
+from pipeline.verbalize import get_verbalizer
+
+from conftest import ROOT
+
+HAND_CHECKED = [line.split("\t") for line in (ROOT / "tests/data/hand_checked.tsv").read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#")]
+REAL = yaml.safe_load((ROOT / "real/params.yaml").read_text())["corpora"]
+
+
+def _read(name, entry, shared):
+    entry = dict(entry)
+    reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
+    spoken = entry.pop("spoken", False)
+    source = shared.parent.parent / source.replace("../", "", 1) if source.startswith("../") else ROOT / source
+    paths = sorted(glob.glob(str(source / "*.json"))) if os.path.isdir(source) else [source]
+    prepared = get_reader(reader)(paths, lang=lang, corpus=name, **entry)
+    if spoken:
+        prepared.table, _ = speak_table(prepared.table, get_verbalizer(lang))
+    return prepared
+
+
+@pytest.fixture(scope="module")
+def real(shared):
+    return {name: _read(name, entry, shared) for name, entry in REAL.items()}
+
+
+def test_hand_checked_lines_cover_every_language():
+    per_language = {}
+    for lang, *_ in HAND_CHECKED:
+        per_language[lang] = per_language.get(lang, 0) + 1
+    assert set(per_language) >= {"en", "zh", "ms", "as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te"}
+    assert min(per_language.values()) >= 5
+
+
+@pytest.mark.parametrize("row", HAND_CHECKED, ids=lambda r: f"{r[0]}:{r[2]}")
+def test_hand_checked_line(row, shared):
+    lang, source, key, expected = row[:4]
+    path = shared / source
+    if source.endswith(".xml"):
+        talk, seg = key.split(":")
+        table = prepare_ted([path], lang, "x").table
+        match = [i for i, (d, s) in enumerate(zip(table["doc_id"].to_pylist(), table["seg_id"].to_pylist()))
+                 if d == talk and s == int(seg) - 1]
+        words, labels = table["words"][match[0]].as_py(), table["labels"][match[0]].as_py()
+    else:
+        line = path.read_text(encoding="utf-8").split("\n")[int(key) - 1]
+        from corpora.punctuated_text import unquote_csv
+
+        language = get_language(lang)
+        labelled = label_lines(language.normalize_text(unquote_csv(line, path)), language)
+        words, labels = labelled.words[0].as_py(), labelled.labels[0].as_py()
+    assert " ".join(f"{w}/{l}" for w, l in zip(words, labels)) == expected
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_every_real_corpus_reads_with_plausible_labels(real, name):
+    """Stated bounds: PERIOD 2-20 % of words, COMMA 1-15 %, QUESTION > 0 where the source is talks or news."""
+    summary = audit([real[name].table])[name]
+    words, labels = summary["words"], summary["labels"]
+    assert words > 0
+    assert 0.02 <= labels["PERIOD"] / words <= 0.20, labels
+    assert 0.01 <= labels["COMMA"] / words <= 0.15, labels
+    if name.startswith(("iwslt", "bangla", "malay", "ntrex", "tico")):
+        assert labels["QUESTION"] > 0
+
+
+def test_malay_news_keeps_malaysian_outlets_only(real):
+    keep, drop = load_sources(ROOT / "lexicons/ms/news_sources.tsv")
+    seen = real["malay_news"].sources
+    print("outlet decisions:", {o: ("keep" if o in keep else "drop", v) for o, v in sorted(seen.items())})
+    kept = {outlet for outlet, (_, n_kept) in seen.items() if n_kept}
+    assert kept and kept <= keep
+    indonesian = {o for o in seen if any(s in o for s in ("Indonesia", "Tribun", "Detik", "KOMPAS", "Tempo", "Okezone",
+                                                           "Liputan6", "Republika", "JPNN", "merdeka", "Suara"))}
+    assert indonesian and not (indonesian & kept)
+    assert real["malay_news"].dropped["source_not_allowed"] == sum(v[0] for o, v in seen.items() if o not in keep)
+
+
+def test_bangla_news_no_english_article_no_repeats(real):
+    prepared = real["bangla_news_2025"]
+    table = prepared.table
+    assert prepared.stats["articles_kept"] == 327  # the README's count of Bengali articles
+    assert prepared.dropped["article_in_other_script"] > 0 and prepared.dropped["repeated_sentence"] > 0
+    by_doc = {}
+    for doc, words in zip(table["doc_id"].to_pylist(), table["words"].to_pylist()):
+        by_doc.setdefault(doc, []).append(tuple(words))
+    for doc, sentences in by_doc.items():
+        assert dominant_script([w for s in sentences for w in s]) == "Bengali", doc
+        assert len(sentences) == len(set(sentences)), f"repeated sentence in {doc}"
+
+
+def test_mandarin_stray_spaces_and_user_dictionary(tmp_path, monkeypatch):
+    zh = get_language("zh")
+    out = label_lines(zh.normalize_text("在过去几年里 我让自己处于 既艰苦 又有些危险的境地。"), zh)
+    assert out.words[0].as_py()[:3] == ["在", "过去", "几年"]
+    assert out.labels[0].as_py()[-1] == "PERIOD"
+    words = label_lines(zh.normalize_text("我爱叉烧包子铺"), zh).words[0].as_py()
+    user_dict = tmp_path / "dict.txt"
+    user_dict.write_text("叉烧包子铺 10 n\n", encoding="utf-8")
+    monkeypatch.setenv("PUNCT_JIEBA_USER_DICT", str(user_dict))
+    assert "叉烧包子铺" in label_lines(zh.normalize_text("我爱叉烧包子铺"), zh).words[0].as_py()
+    assert "叉烧包子铺" not in words
+
+
+def test_spoken_form_keeps_the_mark_on_the_last_word():
+    table = get_reader("text")([ROOT / "corpora/samples/ms/ayat.txt"], lang="ms", corpus="ms").table
+    spoken, counts = speak_table(table, get_verbalizer("ms"))
+    flat = [w for ws in spoken["words"].to_pylist() for w in ws]
+    assert "ringgit" in flat and "peratus" in flat and "titik" in flat
+    assert counts["words_spoken"] >= 4
+    # "RM12.50 di pasar raya." -> "... lima puluh sen di pasar raya." with PERIOD on "raya"
+    row = next(i for i, ws in enumerate(spoken["words"].to_pylist()) if "sen" in ws)
+    assert spoken["labels"][row].as_py()[-1] == "PERIOD"
+
+
+def test_bad_input(tmp_path):
+    articles = tmp_path / "a.json"
+    articles.write_text(json.dumps([{"news": "Utusan Malaysia", "body": "Teks."}, {"news": "Utusan Malaysia", "text": "Satu. Dua."}]))
+    prepared = get_reader("news_json")([articles], lang="ms", corpus="n")
+    assert prepared.dropped["missing_text_field"] == 1 and prepared.table.num_rows == 2
+    only_missing = tmp_path / "b.json"
+    only_missing.write_text(json.dumps([{"news": "X", "body": "Teks."}]))
+    with pytest.raises(InputError, match="no article has the text field 'text'"):
+        get_reader("news_json")([only_missing], lang="ms", corpus="n")
+    broken = tmp_path / "c.json"
+    broken.write_text('[{"text": "a"},\n  {oops}]')
+    with pytest.raises(InputError, match=r"c\.json:2: invalid JSON"):
+        get_reader("news_json")([broken], lang="ms", corpus="n")
+    xml = tmp_path / "t.xml"
+    xml.write_text("<mteval>\n<doc docid='1'><seg id='1'>hi</seg>\n</mteval>")
+    with pytest.raises(InputError, match=r"t\.xml:3: not well-formed XML"):
+        get_reader("ted_xml")([xml], lang="en", corpus="t")
+    with pytest.raises(UnknownLanguageError, match="unknown language code 'klingon'"):
+        get_reader("text")([articles], lang="klingon", corpus="n")
+    mixed = tmp_path / "m.txt"
+    mixed.write_text("यह WiFi राउटर है।\n", encoding="utf-8")
+    prepared = get_reader("text")([mixed], lang="hi", corpus="m")
+    assert prepared.table["words"][0].as_py() == ["यह", "राउटर", "है"]
+    assert prepared.dropped["word_in_other_script"] == 1
