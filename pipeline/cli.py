@@ -37,13 +37,16 @@ def _ingest(args) -> dict:
 
 
 def _audit(args) -> dict:
-    from .audit import audit
+    from stages.audit import write_outputs
 
     tables = [io.read_segments(path) for path in args.inputs]
-    result = audit(tables)
-    out = Path(args.out)
-    io.write_json(result, out / "audit.json")
-    print(f"audit: {len(result)} dataset(s) -> {out / 'audit.json'}", file=sys.stderr)
+    result = write_outputs(tables, Path(args.out), Path(args.alignment_dir) if args.alignment_dir else None,
+                           args.drift_threshold)
+    if args.markdown:
+        from .audit import table1_markdown
+
+        print(table1_markdown(result), end="")
+    print(f"audit: {len(result)} dataset(s) -> {Path(args.out) / 'audit.json'}", file=sys.stderr)
     return result
 
 
@@ -132,11 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=_ingest)
 
     audit = commands.add_parser(
-        "audit", help="label distributions and sentence lengths",
-        description="Write DIR/audit.json: per dataset, words, label counts and sentence length mean/std.",
+        "audit", help="label distributions, lengths, drift and leakage",
+        description="Write DIR/audit.json (per dataset and split: words, label counts and shares, sentence and "
+                    "segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, sentence_lengths.csv, "
+                    "audit.html and table1.md.",
     )
     audit.add_argument("inputs", nargs="+", metavar="FILE.parquet")
     audit.add_argument("--out", required=True, metavar="DIR")
+    audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
+    audit.add_argument("--alignment-dir", help="directory of alignment reports to summarize")
+    audit.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
