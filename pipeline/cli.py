@@ -110,6 +110,26 @@ def _confusables(args) -> dict:
     return report
 
 
+def _punctuate(args) -> None:
+    from .languages import get_language
+    from .model import load_checkpoint
+    from .train import device_of, punctuate_words, render_punctuated
+
+    device = device_of(args.device)
+    model, tokenizer, params = load_checkpoint(args.model, device)
+    language = get_language(args.lang or params.get("lang", "en"))
+    texts = [io.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
+    for text in texts:
+        lines = language.normalize_text(text).to_pylist()
+        # the same normalization as training; marks already in the text are dropped, not trusted
+        from .labelling import label_lines
+
+        words = [w for line in label_lines(lines, language).words.to_pylist() for w in line]
+        labels = punctuate_words(model, tokenizer, words, device, window=args.window, overlap=args.overlap,
+                                 max_len=int(params.get("max_len", 256)))
+        sys.stdout.write(render_punctuated(words, labels) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from corpora import READERS
 
@@ -181,6 +201,19 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
+
+    punct = commands.add_parser(
+        "punctuate", help="punctuate raw text with a trained model",
+        description="Read text (files or stdin), normalize it as in training, predict one mark per word with "
+                    "overlapping windows, write punctuated text.",
+    )
+    punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    punct.add_argument("--lang", help="language of the text (default: the model's)")
+    punct.add_argument("--window", type=int, default=200, help="words per window")
+    punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
+    punct.add_argument("--device", default="auto")
+    punct.add_argument("inputs", nargs="*", metavar="FILE")
+    punct.set_defaults(func=_punctuate)
     return parser
 
 

@@ -1,0 +1,90 @@
+"""DVC stage: a model-ready dataset (``datasets.<name>``): split -> oversample -> sequences.
+
+Inputs: corpora of the registry (``data/segments/<corpus>.parquet``); a corpus named in
+``test_corpora`` is a fixed test set.  Outputs under ``data/datasets/<name>/``:
+``segments.parquet`` (with splits), ``sequences.parquet``, ``tokenizer/`` and
+``report.json`` (split sizes, duplicates, oversampling, label distribution per split).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline import io
+from pipeline.audit import audit
+from pipeline.schema import concat
+from pipeline.sequences import build_sequences, train_tokenizer
+from pipeline.splits import apply_splits, assign_splits, drop_train_duplicates, duplicates_across_splits, oversample_questions
+from stages.common import load_params
+
+
+def load_tokenizer(spec: str, table: pa.Table, vocab_size: int, lowercase: bool):
+    """``train``: a WordPiece tokenizer trained on the training words; otherwise a named or local pretrained one."""
+    if spec == "train":
+        words = pc.list_flatten(table.filter(pc.equal(table["split"], "train"))["words"]).to_pylist()
+        return train_tokenizer(iter(words), vocab_size=vocab_size, lowercase=lowercase)
+    from pipeline.model import pretrained_path
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(pretrained_path(spec))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--data-dir", default="data")
+    args = parser.parse_args(argv)
+    entry = load_params(args.params, "datasets", args.name)
+    out = Path(args.data_dir) / "datasets" / args.name
+    split_params = entry.get("split", {})
+    seed = int(split_params.get("seed", 0))
+    tables, fixed_tests = [], []
+    for corpus in entry["corpora"]:
+        tables.append(io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet"))
+    for corpus in entry.get("test_corpora", []):
+        table = io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet")
+        fixed_tests.append(table.set_column(table.schema.get_field_index("split"), "split", pa.array(["test"] * table.num_rows, pa.string())))
+    table = concat(tables)
+    min_sentences = int(split_params.get("min_sentences", 0))
+    if min_sentences:
+        ends = {}
+        for doc, labels in zip(table["doc_id"].to_pylist(), table["labels"].to_pylist()):
+            ends[doc] = ends.get(doc, 0) + sum(1 for l in labels if l in ("PERIOD", "QUESTION"))
+        table = table.filter(pa.array([ends[d] > min_sentences for d in table["doc_id"].to_pylist()]))
+    assignment = assign_splits(table["doc_id"].to_pylist(), ratios=split_params.get("ratios"),
+                               counts=split_params.get("counts"), seed=seed)
+    table = apply_splits(table, assignment)
+    if fixed_tests:
+        table = concat([table.filter(pc.not_equal(table["split"], "test")), *fixed_tests])
+    report = {"duplicates_across_splits": dict(duplicates_across_splits(table))}
+    if split_params.get("drop_train_duplicates"):
+        table, dropped = drop_train_duplicates(table)
+        report["train_duplicates_dropped"] = dropped
+    target = entry.get("oversample", {}).get("question_share")
+    if target:
+        table, report["oversampling"] = oversample_questions(table, float(target), seed=seed)
+    seq = entry.get("sequences", {})
+    tokenizer = load_tokenizer(seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)),
+                               bool(seq.get("lowercase", False)))
+    sequences, counts = build_sequences(table, tokenizer, max_len=int(seq.get("max_len", 256)),
+                                        mode=seq.get("mode", "chunk"), stride=int(seq.get("stride", 0)),
+                                        slot_filling=bool(seq.get("slot_filling", False)))
+    io.write_parquet(table, out / "segments.parquet")
+    io.write_parquet(sequences, out / "sequences.parquet")
+    tokenizer.save_pretrained(str(out / "tokenizer"))
+    report["sequences"] = dict(counts)
+    report["distribution"] = audit([table], expected_splits=("train", "dev", "test"))
+    io.write_json(report, out / "report.json")
+    splits = report["distribution"].get(table["corpus"][0].as_py(), {}).get("splits", {}) if table.num_rows else {}
+    print(f"dataset {args.name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
