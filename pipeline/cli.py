@@ -8,8 +8,27 @@ from pathlib import Path
 from . import io
 
 
+def _ingest_sharded(args) -> dict:
+    from .engine import IngestTextStep, line_shards, run_sharded
+
+    if args.reader != "text":
+        raise ValueError("--engine runs the text reader (one sentence per line, each line a document)")
+    shards = line_shards(args.inputs, args.shard_lines)
+    results = run_sharded(IngestTextStep(args.lang, args.corpus, args.quoting or "none"), shards, args.out,
+                          engine=args.engine, workers=args.workers)
+    report = {"corpus": args.corpus, "engine": args.engine, "shards": len(results),
+              "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
+    if args.stats:
+        io.write_json(report, args.stats)
+    print(f"ingest {args.corpus}: {report['shards']} shards, {report['words']} words -> {args.out}/", file=sys.stderr)
+    return report
+
+
 def _ingest(args) -> dict:
     from corpora import get_reader
+
+    if args.engine:
+        return _ingest_sharded(args)
 
     options = {}
     if args.doc_boundary:
@@ -149,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="text readers: what separates documents (default: blank_line for text, file for transcript)")
     ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
     ingest.add_argument("--spoken", action="store_true", help="replace written numbers by their spoken form")
+    ingest.add_argument("--engine", choices=["local", "dask"],
+                        help="sharded streaming run (text reader): --out is then a directory of part-NNNNN.parquet")
+    ingest.add_argument("--workers", type=int, default=0, help="with --engine: worker processes (0: one per core)")
+    ingest.add_argument("--shard-lines", type=int, default=100_000, help="with --engine: input lines per shard")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s)")
     ingest.add_argument("--out", required=True, help="output .parquet")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")

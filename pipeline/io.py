@@ -64,6 +64,12 @@ def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
 
 
 def read_segments(path: str | os.PathLike) -> pa.Table:
+    """A segment Parquet file, or a directory of shards (part-*.parquet, read in name order)."""
+    if Path(path).is_dir():
+        parts = sorted(Path(path).glob("part-*.parquet"))
+        if not parts:
+            raise InputError(f"{path}: a directory without part-*.parquet shards")
+        return pa.concat_tables([read_segments(p) for p in parts])
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
