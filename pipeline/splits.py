@@ -29,8 +29,22 @@ def doc_hash(doc_id: str, seed: int) -> float:
 
 
 def assign_splits(doc_ids: list[str], ratios: dict[str, float] | None = None, counts: dict[str, int] | None = None,
-                  seed: int = 0) -> dict[str, str | None]:
-    """``{doc_id: split}``; with counts, documents beyond the counts get None (left out)."""
+                  seed: int = 0, strata: dict[str, str] | None = None) -> dict[str, str | None]:
+    """``{doc_id: split}``; with counts, documents beyond the counts get None (left out).
+
+    ``strata`` (doc -> stratum, e.g. which marks a line has) splits each stratum by the
+    same ratios, so every split gets the same mix (Gupta 2021: valid/test with the
+    label distribution of train)."""
+    if strata is not None:
+        if ratios is None:
+            raise ValueError("stratified splits take ratios")
+        groups: dict[str, list[str]] = {}
+        for d in sorted(set(doc_ids)):
+            groups.setdefault(strata[d], []).append(d)
+        out = {}
+        for members in groups.values():
+            out.update(_stratum_by_counts(members, ratios, seed))
+        return out
     unique = sorted(set(doc_ids))
     if (ratios is None) == (counts is None):
         raise ValueError("give either split ratios or split counts")
@@ -56,6 +70,26 @@ def assign_splits(doc_ids: list[str], ratios: dict[str, float] | None = None, co
     for d in order[start:]:
         out[d] = None
     return out
+
+
+def _stratum_by_counts(members: list[str], ratios: dict[str, float], seed: int) -> dict[str, str]:
+    """Exact shares inside one stratum: documents in hash order, cut by the ratios."""
+    total = sum(ratios.values())
+    order = sorted(members, key=lambda d: (doc_hash(d, seed), d))
+    out, start, acc = {}, 0, 0.0
+    names = list(ratios)
+    for k, name in enumerate(names):
+        acc += ratios[name] / total
+        stop = len(order) if k == len(names) - 1 else round(acc * len(order))
+        for d in order[start:stop]:
+            out[d] = name
+        start = stop
+    return out
+
+
+def marks_of(labels: list[str]) -> str:
+    """A line's stratum: the set of marks it contains."""
+    return "+".join(sorted(set(labels) - {"O"})) or "none"
 
 
 def apply_splits(table: pa.Table, assignment: dict[str, str | None]) -> pa.Table:

@@ -17,13 +17,13 @@ def load_params(path: str | Path, *keys: str):
     return node
 
 
-def input_files(path: str | Path) -> list[Path]:
-    """A file, or the regular files of a directory sorted by name (hidden ones skipped)."""
+def input_files(path: str | Path, pattern: str = "*") -> list[Path]:
+    """A file, or the regular files of a directory matching ``pattern``, sorted by name (hidden ones skipped)."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
         if not files:
-            raise SystemExit(f"error: {path}: directory has no input files")
+            raise SystemExit(f"error: {path}: directory has no input files matching {pattern!r}")
         return files
     if not path.exists():
         raise SystemExit(f"error: {path}: input does not exist")

@@ -18,7 +18,8 @@ from pipeline import io
 from pipeline.audit import audit
 from pipeline.schema import concat
 from pipeline.sequences import build_sequences, train_tokenizer
-from pipeline.splits import apply_splits, assign_splits, drop_train_duplicates, duplicates_across_splits, oversample_questions
+from pipeline.splits import (apply_splits, assign_splits, drop_train_duplicates, duplicates_across_splits, marks_of,
+                             oversample_questions)
 from stages.common import load_params
 
 
@@ -44,24 +45,39 @@ def main(argv=None) -> int:
     split_params = entry.get("split", {})
     seed = int(split_params.get("seed", 0))
     tables, fixed_tests = [], []
-    for corpus in entry["corpora"]:
+    for corpus in entry.get("corpora", []):
         tables.append(io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet"))
-    for corpus in entry.get("test_corpora", []):
+    # corpora with a split of their own: test_corpora, or fixed: {corpus: split} (the given files of a benchmark)
+    fixed = {**{c: "test" for c in entry.get("test_corpora", [])}, **entry.get("fixed", {})}
+    for corpus, split_name in fixed.items():
         table = io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet")
-        fixed_tests.append(table.set_column(table.schema.get_field_index("split"), "split", pa.array(["test"] * table.num_rows, pa.string())))
-    table = concat(tables)
+        fixed_tests.append(table.set_column(table.schema.get_field_index("split"), "split",
+                                            pa.array([split_name] * table.num_rows, pa.string())))
+    table = concat(tables) if tables else concat(fixed_tests[:0])
+    min_marks = int(entry.get("filter", {}).get("min_marks", 0))
+    report = {}
+    if min_marks:  # indic-punct: keep only lines that contain a mark
+        keep = [sum(1 for l in labels if l != "O") >= min_marks for labels in table["labels"].to_pylist()]
+        report["segments_without_marks_dropped"] = keep.count(False)
+        table = table.filter(pa.array(keep))
     min_sentences = int(split_params.get("min_sentences", 0))
     if min_sentences:
         ends = {}
         for doc, labels in zip(table["doc_id"].to_pylist(), table["labels"].to_pylist()):
             ends[doc] = ends.get(doc, 0) + sum(1 for l in labels if l in ("PERIOD", "QUESTION"))
         table = table.filter(pa.array([ends[d] > min_sentences for d in table["doc_id"].to_pylist()]))
-    assignment = assign_splits(table["doc_id"].to_pylist(), ratios=split_params.get("ratios"),
-                               counts=split_params.get("counts"), seed=seed)
-    table = apply_splits(table, assignment)
+    strata = None
+    if split_params.get("stratify"):
+        strata = {}
+        for doc, labels in zip(table["doc_id"].to_pylist(), table["labels"].to_pylist()):
+            strata[doc] = marks_of(labels) if doc not in strata else strata[doc] + "|" + marks_of(labels)
+    if table.num_rows:
+        assignment = assign_splits(table["doc_id"].to_pylist(), ratios=split_params.get("ratios"),
+                                   counts=split_params.get("counts"), seed=seed, strata=strata)
+        table = apply_splits(table, assignment)
     if fixed_tests:
-        table = concat([table.filter(pc.not_equal(table["split"], "test")), *fixed_tests])
-    report = {"duplicates_across_splits": dict(duplicates_across_splits(table))}
+        table = concat([table, *fixed_tests])
+    report["duplicates_across_splits"] = dict(duplicates_across_splits(table))
     if split_params.get("drop_train_duplicates"):
         table, dropped = drop_train_duplicates(table)
         report["train_duplicates_dropped"] = dropped
@@ -78,9 +94,12 @@ def main(argv=None) -> int:
     io.write_parquet(sequences, out / "sequences.parquet")
     tokenizer.save_pretrained(str(out / "tokenizer"))
     report["sequences"] = dict(counts)
-    report["distribution"] = audit([table], expected_splits=("train", "dev", "test"))
+    pooled = table.set_column(table.schema.get_field_index("corpus"), "corpus", pa.array([args.name] * table.num_rows, pa.string()))
+    report["distribution"] = audit([pooled], expected_splits=("train", "dev", "test"))
+    if len(set(table["corpus"].to_pylist())) > 1:
+        report["per_corpus"] = audit([table])
     io.write_json(report, out / "report.json")
-    splits = report["distribution"].get(table["corpus"][0].as_py(), {}).get("splits", {}) if table.num_rows else {}
+    splits = report["distribution"].get(args.name, {}).get("splits", {})
     print(f"dataset {args.name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
           file=sys.stderr)
     return 0

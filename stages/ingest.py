@@ -20,8 +20,9 @@ def main(argv=None) -> int:
     entry = dict(load_params(args.params, "corpora", args.corpus))
     reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
     spoken = entry.pop("spoken", False)
+    pattern = entry.pop("glob", "*")
     try:
-        prepared = get_reader(reader)(input_files(source), lang=lang, corpus=args.corpus, **entry)
+        prepared = get_reader(reader)(input_files(source, pattern), lang=lang, corpus=args.corpus, **entry)
         if spoken:
             prepared.table, counts = speak_table(prepared.table, get_verbalizer(lang))
             prepared.stats.update(counts)

@@ -28,8 +28,9 @@ def _read(name, entry, shared):
     entry = dict(entry)
     reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
     spoken = entry.pop("spoken", False)
+    pattern = entry.pop("glob", "*")
     source = shared.parent.parent / source.replace("../", "", 1) if source.startswith("../") else ROOT / source
-    paths = sorted(glob.glob(str(source / "*.json"))) if os.path.isdir(source) else [source]
+    paths = sorted(glob.glob(str(source / pattern))) if os.path.isdir(source) else [source]
     prepared = get_reader(reader)(paths, lang=lang, corpus=name, **entry)
     if spoken:
         prepared.table, _ = speak_table(prepared.table, get_verbalizer(lang))
