@@ -84,6 +84,20 @@ def main(argv=None) -> int:
     target = entry.get("oversample", {}).get("question_share")
     if target:
         table, report["oversampling"] = oversample_questions(table, float(target), seed=seed)
+    augment = entry.get("augment")
+    if augment:  # copies of train with one augmentation draw each, for audit (training draws anew every epoch)
+        from pipeline.train import augmented
+
+        train_part = table.filter(pc.equal(table["split"], "train"))
+        copies, counts_total = [], {}
+        for copy in range(int(augment.get("copies", 1))):
+            aug = augmented(train_part, augment, copy, seed, sorted({w for ws in train_part["words"].to_pylist() for w in ws}), None)
+            copies.append(aug)
+        io.write_parquet(concat(copies), out / "augmented.parquet")
+        before = sum(len(w) for w in train_part["words"].to_pylist())
+        after = sum(len(w) for c in copies for w in c["words"].to_pylist()) / max(len(copies), 1)
+        report["augmentation"] = {"kind": augment.get("kind"), "copies": len(copies), "train_words": before,
+                                  "augmented_words_per_copy": round(after, 1)}
     seq = entry.get("sequences", {})
     tokenizer = load_tokenizer(seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)),
                                bool(seq.get("lowercase", False)))
