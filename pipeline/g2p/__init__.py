@@ -23,6 +23,25 @@ class NoG2pError(ValueError):
     pass
 
 
+class WordByWordG2p:
+    """Base of the rule-based converters: ``word(w)`` gives phonemes or None (skipped, counted)."""
+
+    lang = ""
+    skip_reason = "not_convertible"
+
+    def word(self, word: str) -> tuple[str, ...] | None:
+        raise NotImplementedError
+
+    def phonemize(self, words: list[str]) -> tuple[list[tuple[str, ...] | None], Counter]:
+        out, skipped = [], Counter()
+        for w in words:
+            phones = self.word(w)
+            if phones is None:
+                skipped[self.skip_reason] += 1
+            out.append(phones)
+        return out, skipped
+
+
 #: language code -> module implementing it (several Indic languages share one)
 MODULES = {
     "en": "en", "ms": "ms", "zh": "zh",

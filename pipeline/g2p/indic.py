@@ -15,11 +15,11 @@ consonant-cluster assimilation: an approximation, good enough to rank confusions
 from __future__ import annotations
 
 import functools
-from collections import Counter
 
 from indicnlp import langinfo
 
 from ..lexicon import LEXICON_DIR, read_tsv_rows
+from . import WordByWordG2p
 
 SCHWA = chr(0x0900 + 0x05)
 NUKTA = chr(0x0900 + 0x3C)
@@ -31,7 +31,9 @@ def vowel_signs() -> dict[int, int]:
     return {int(a, 16): int(b, 16) for _, (a, b, *_) in read_tsv_rows(path, 2)}
 
 
-class IndicG2p:
+class IndicG2p(WordByWordG2p):
+    skip_reason = "not_in_script_or_has_digits"
+
     def __init__(self, lang: str):
         if lang not in langinfo.SCRIPT_RANGES:
             raise ValueError(f"indic-nlp-library has no script data for {lang!r}")
@@ -68,14 +70,6 @@ class IndicG2p:
             # other marks (danda, avagraha, ...) carry no sound
         return tuple(phones) or None
 
-    def phonemize(self, words: list[str]):
-        out, skipped = [], Counter()
-        for w in words:
-            phones = self.word(w)
-            if phones is None:
-                skipped["not_in_script_or_has_digits"] += 1
-            out.append(phones)
-        return out, skipped
 
 
 def make(lang: str) -> IndicG2p:

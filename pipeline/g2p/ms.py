@@ -3,12 +3,15 @@
 characters than its letters are skipped (counted)."""
 from __future__ import annotations
 
-from collections import Counter
+from . import WordByWordG2p
+
 
 from ..lexicon import LEXICON_DIR, read_tsv_rows
 
 
-class MalayG2p:
+class MalayG2p(WordByWordG2p):
+    skip_reason = "not_malay_letters"
+
     lang = "ms"
 
     def __init__(self):
@@ -30,14 +33,6 @@ class MalayG2p:
                 return None
         return tuple(phones) or None
 
-    def phonemize(self, words: list[str]):
-        out, skipped = [], Counter()
-        for w in words:
-            phones = self.word(w)
-            if phones is None:
-                skipped["not_malay_letters"] += 1
-            out.append(phones)
-        return out, skipped
 
 
 def make(lang: str) -> MalayG2p:

@@ -5,12 +5,15 @@ tone number to the final.  Words with a non-Han character are skipped (counted).
 """
 from __future__ import annotations
 
-from collections import Counter
+from . import WordByWordG2p
+
 
 from ..scripts import char_script
 
 
-class MandarinG2p:
+class MandarinG2p(WordByWordG2p):
+    skip_reason = "not_han"
+
     lang = "zh"
 
     def __init__(self, keep_tones: bool = False):
@@ -28,14 +31,6 @@ class MandarinG2p:
             phones.extend(p for p in (initial, final) if p)
         return tuple(phones) or None
 
-    def phonemize(self, words: list[str]):
-        out, skipped = [], Counter()
-        for w in words:
-            phones = self.word(w)
-            if phones is None:
-                skipped["not_han"] += 1
-            out.append(phones)
-        return out, skipped
 
 
 def make(lang: str) -> MandarinG2p:
