@@ -122,11 +122,19 @@ def audit(tables: list[pa.Table], drift_threshold: float = 1.0, expected_splits:
     for corpus, parts in sorted(by_corpus.items()):
         table = pa.concat_tables(parts)
         summary = summarize(table)
+        languages = sorted(set(table["lang"].to_pylist())) if table.num_rows else []
+        if len(languages) > 1:  # a multilingual dataset: each language on its own too
+            summary["by_language"] = {lang: _brief(summarize(table.filter(pc.equal(table["lang"], lang))))
+                                      for lang in languages}
         splits = _splits(table)
         if splits or expected_splits:
             summary.update(_split_audit(table, splits, expected_splits, drift_threshold))
         result[corpus] = summary
     return result
+
+
+def _brief(summary: dict) -> dict:
+    return {key: summary[key] for key in ("words", "labels", "label_shares", "sentence_length", "documents")}
 
 
 def _split_audit(table, splits, expected_splits, threshold) -> dict:
@@ -137,6 +145,10 @@ def _split_audit(table, splits, expected_splits, threshold) -> dict:
     for name in list(splits) + [s for s in expected_splits if s not in splits]:
         part = parts.get(name, table.slice(0, 0))
         split_summaries[name] = summarize(part, train_vocab if name != "train" else None)
+        languages = sorted(set(part["lang"].to_pylist())) if part.num_rows else []
+        if len(languages) > 1:
+            split_summaries[name]["by_language"] = {
+                lang: _brief(summarize(part.filter(pc.equal(part["lang"], lang)))) for lang in languages}
     warnings = []
     drift = {}
     if train is not None and split_summaries["train"]["words"]:

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from corpora import get_reader
@@ -66,6 +67,15 @@ def test_splits_drift_oov_leakage():
     assert result["leakage"] == {"documents_in_several_splits": 1, "segments_in_several_splits": 1}
     assert result["drift"]["dev"]["QUESTION"] == pytest.approx(100 / 3, abs=0.01)
     assert "dev QUESTION share differs from train" in result["warnings"]
+
+
+def test_per_language_breakdown():
+    en = _table("multi", [("a", "train", ["so", "what"], ["O", "QUESTION"])])
+    ms = segments_table("multi", "ms", ["b"], [0], [["ya", "betul", "itu"]], [["COMMA", "O", "PERIOD"]], ["train"])
+    result = audit([pa.concat_tables([en, ms])])["multi"]
+    assert result["by_language"]["en"]["labels"]["QUESTION"] == 1
+    assert result["by_language"]["ms"]["words"] == 3
+    assert result["splits"]["train"]["by_language"]["ms"]["labels"]["COMMA"] == 1
 
 
 def test_bad_input_is_reported_not_a_crash(tmp_path):
