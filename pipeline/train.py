@@ -86,6 +86,34 @@ def augmented(segments: pa.Table, params: dict, epoch: int, seed: int, vocabular
     return pa.table(columns, schema=segments.schema)
 
 
+def mix_languages(segments: pa.Table, mixing: dict, epoch: int, seed: int) -> pa.Table:
+    """One epoch's train segments for a multilingual model (Guerreiro 2021, Rao 2022).
+
+    ``temperature`` T: language l is drawn with probability proportional to n_l^(1/T)
+    (T=1 keeps the data's proportions, larger T lifts the small languages);
+    ``ratios``: explicit {lang: weight}.  The epoch keeps the total number of
+    segments; a language's segments are sampled with replacement when it needs more.
+    """
+    if not mixing:
+        return segments
+    langs = np.array(segments["lang"].to_pylist())
+    names, counts = np.unique(langs, return_counts=True)
+    if "ratios" in mixing:
+        weights = np.array([float(mixing["ratios"].get(n, 0.0)) for n in names])
+    else:
+        weights = counts.astype(float) ** (1.0 / float(mixing.get("temperature", 1.0)))
+    if weights.sum() <= 0:
+        raise ValueError(f"language mixing gives every language zero weight: {mixing}")
+    share = weights / weights.sum()
+    rng = np.random.default_rng([seed, epoch, 7])
+    rows = []
+    for name, p in zip(names, share):
+        pool = np.flatnonzero(langs == name)
+        take = int(round(p * len(langs)))
+        rows.append(rng.choice(pool, size=take, replace=take > len(pool)))
+    return segments.take(pa.array(np.sort(np.concatenate(rows))))
+
+
 @torch.no_grad()
 def predict_sequences(model, sequences: pa.Table, pad_id: int, device: str, batch_size: int = 32) -> list[list[int]]:
     """Predicted label id at every labelled position of each sequence (same order as its labels != -100)."""
@@ -150,8 +178,10 @@ def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | 
         frozen = epoch == 0 and params.get("freeze_encoder_first_epoch", False)
         for p in model.encoder.parameters():
             p.requires_grad_(not frozen)
-        segments = augmented(train_segments, params.get("augmentation") or {}, epoch, seed, vocabulary, confusables)
-        sequences = first if epoch == 0 and not params.get("augmentation") else build_sequences(segments, tokenizer, **seq_params)[0]
+        segments = mix_languages(train_segments, params.get("mixing") or {}, epoch, seed)
+        segments = augmented(segments, params.get("augmentation") or {}, epoch, seed, vocabulary, confusables)
+        fresh = bool(params.get("augmentation") or params.get("mixing"))
+        sequences = build_sequences(segments, tokenizer, **seq_params)[0] if fresh else first
         model.train()
         progress = tqdm(list(batches(sequences, batch_size, tokenizer.pad_token_id, True, rng)),
                         desc=f"epoch {epoch + 1}/{epochs}", disable=not params.get("progress", True), file=sys.stderr)

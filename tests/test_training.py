@@ -101,3 +101,18 @@ def test_bf16_training_on_gpu(sample):
     history = train(model, tokenizer, table, None, {**TINY, "device": "cuda", "precision": "bf16", "epochs": 2},
                     log=lambda m: None)
     assert history["steps"] and np.isfinite(history["steps"][-1]["loss"])
+
+
+def test_language_mixing_by_temperature():
+    from pipeline.schema import segments_table
+    from pipeline.train import mix_languages
+
+    table = segments_table("c", "en", [f"d{i}" for i in range(100)], [0] * 100, [["w"]] * 100, [["O"]] * 100)
+    table = table.set_column(1, "lang", pa.array(["en"] * 90 + ["ms"] * 10))
+    same = mix_languages(table, {"temperature": 1.0}, 0, 1)
+    assert same["lang"].to_pylist().count("ms") == 10
+    flat = mix_languages(table, {"temperature": 100.0}, 0, 1)
+    assert 45 <= flat["lang"].to_pylist().count("ms") <= 55  # nearly uniform over the two languages
+    explicit = mix_languages(table, {"ratios": {"en": 1, "ms": 3}}, 0, 1)
+    assert explicit["lang"].to_pylist().count("ms") == 75
+    assert mix_languages(table, {"temperature": 5.0}, 0, 1).equals(mix_languages(table, {"temperature": 5.0}, 0, 1))
