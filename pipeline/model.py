@@ -4,6 +4,8 @@ Heads (``head`` in params):
 
 * ``linear`` (Zheng 2022): a linear layer on each token state.
 * ``bilstm`` (Alam 2020): a bidirectional LSTM with hidden size = encoder size, then linear.
+* ``bilstm_crf`` (Alam 2020's ablation): the same with a linear-chain CRF over the
+  words (the labelled positions), trained by its likelihood and decoded by Viterbi.
 * ``layer_attention`` (Guerreiro 2021): a learned softmax-weighted mix of all encoder
   layers (each layer dropped with probability ``layer_dropout`` in training), then a
   classifier over the concatenated states of a token and the next one: the gap
@@ -26,7 +28,7 @@ from torch import nn
 
 from .labels import LABELS
 
-HEADS = ("linear", "bilstm", "layer_attention", "slot_filling")
+HEADS = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
 
 
 def pretrained_path(name: str) -> str:
@@ -58,6 +60,64 @@ class ScalarMix(nn.Module):
         return self.gamma * sum(w * layer for w, layer in zip(norm, layers))
 
 
+class CRF(nn.Module):
+    """Linear-chain CRF over padded word sequences (``mask`` marks the real positions, left-aligned)."""
+
+    def __init__(self, n_labels: int):
+        super().__init__()
+        self.transitions = nn.Parameter(torch.zeros(n_labels, n_labels))
+        self.start = nn.Parameter(torch.zeros(n_labels))
+        self.end = nn.Parameter(torch.zeros(n_labels))
+
+    def nll(self, emissions, tags, mask):
+        """Mean negative log-likelihood of ``tags``; emissions (B, T, L), tags (B, T), mask (B, T) bool."""
+        b = torch.arange(emissions.size(0), device=emissions.device)
+        score = self.start[tags[:, 0]] + emissions[b, 0, tags[:, 0]]
+        alpha = self.start + emissions[:, 0]
+        for t in range(1, emissions.size(1)):
+            step = mask[:, t]
+            score = score + step * (self.transitions[tags[:, t - 1], tags[:, t]] + emissions[b, t, tags[:, t]])
+            nxt = torch.logsumexp(alpha.unsqueeze(2) + self.transitions + emissions[:, t].unsqueeze(1), dim=1)
+            alpha = torch.where(step.unsqueeze(1), nxt, alpha)
+        last = tags[b, mask.sum(1) - 1]
+        score = score + self.end[last]
+        log_z = torch.logsumexp(alpha + self.end, dim=1)
+        return (log_z - score).mean()
+
+    @torch.no_grad()
+    def decode(self, emissions, mask) -> list[list[int]]:
+        lengths = mask.sum(1).tolist()
+        out = []
+        for k, n in enumerate(lengths):
+            if n == 0:
+                out.append([])
+                continue
+            score = self.start + emissions[k, 0]
+            back = []
+            for t in range(1, n):
+                total = score.unsqueeze(1) + self.transitions + emissions[k, t].unsqueeze(0)
+                score, idx = total.max(0)
+                back.append(idx)
+            best = [int((score + self.end).argmax())]
+            for idx in reversed(back):
+                best.append(int(idx[best[-1]]))
+            out.append(best[::-1])
+        return out
+
+
+def gather_words(values, label_mask):
+    """Values at the labelled positions of each row, left-aligned and padded, with their mask."""
+    counts = label_mask.sum(1)
+    width = max(int(counts.max()), 1)
+    out = values.new_zeros((values.size(0), width) + values.shape[2:])
+    mask = torch.zeros((values.size(0), width), dtype=torch.bool, device=values.device)
+    for k in range(values.size(0)):
+        n = int(counts[k])
+        out[k, :n] = values[k][label_mask[k]]
+        mask[k, :n] = True
+    return out, mask
+
+
 class PunctuationModel(nn.Module):
     def __init__(self, encoder, head: str = "linear", n_labels: int = len(LABELS), dropout: float = 0.1,
                  layer_dropout: float = 0.1):
@@ -68,9 +128,11 @@ class PunctuationModel(nn.Module):
         self.head_name = head
         size = encoder.config.hidden_size
         self.dropout = nn.Dropout(dropout)
-        if head == "bilstm":
+        if head in ("bilstm", "bilstm_crf"):
             self.lstm = nn.LSTM(size, size, batch_first=True, bidirectional=True)
             self.classifier = nn.Linear(2 * size, n_labels)
+            if head == "bilstm_crf":
+                self.crf = CRF(n_labels)
         elif head == "layer_attention":
             self.mix = ScalarMix(encoder.config.num_hidden_layers + 1, layer_dropout)
             self.classifier = nn.Linear(2 * size, n_labels)
@@ -87,13 +149,27 @@ class PunctuationModel(nn.Module):
         else:
             states = out.last_hidden_state
         states = self.dropout(states)
-        if self.head_name == "bilstm":
+        if self.head_name in ("bilstm", "bilstm_crf"):
             states, _ = self.lstm(states)
         logits = self.classifier(states)
         loss = None
-        if labels is not None:
+        if labels is not None and self.head_name == "bilstm_crf":
+            emissions, mask = gather_words(logits.float(), labels != -100)
+            tags, _ = gather_words(labels.clamp(min=0), labels != -100)
+            loss = self.crf.nll(emissions, tags, mask)
+        elif labels is not None:
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1), ignore_index=-100)
         return loss, logits
+
+    @torch.no_grad()
+    def decode(self, input_ids, attention_mask, label_mask) -> list[list[int]]:
+        """Label ids at the labelled positions: Viterbi with the CRF head, argmax otherwise."""
+        _, logits = self(input_ids, attention_mask)
+        if self.head_name == "bilstm_crf":
+            emissions, mask = gather_words(logits.float(), label_mask)
+            return self.crf.decode(emissions, mask)
+        pred = logits.argmax(-1)
+        return [pred[k][label_mask[k]].tolist() for k in range(pred.size(0))]
 
     def parameter_groups(self, encoder_lr: float, head_lr: float, weight_decay: float = 0.01):
         encoder = [p for p in self.encoder.parameters() if p.requires_grad]

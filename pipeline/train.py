@@ -121,11 +121,9 @@ def predict_sequences(model, sequences: pa.Table, pad_id: int, device: str, batc
     out: list[list[int]] = [None] * sequences.num_rows
     for rows, input_ids, mask, labels in batches(sequences, batch_size, pad_id, shuffle=False):
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.startswith("cuda")):
-            _, logits = model(input_ids.to(device), mask.to(device))
-        pred = logits.argmax(-1).cpu()
+            decoded = model.decode(input_ids.to(device), mask.to(device), (labels != IGNORE).to(device))
         for k, r in enumerate(rows):
-            keep = labels[k] != IGNORE
-            out[r] = pred[k][keep].tolist()
+            out[r] = decoded[k]
     return out
 
 

@@ -50,7 +50,7 @@ def sample(shared):
     return table, tokenizer
 
 
-@pytest.mark.parametrize("head", ["linear", "bilstm", "layer_attention"])
+@pytest.mark.parametrize("head", ["linear", "bilstm", "bilstm_crf", "layer_attention"])
 def test_loss_falls_on_real_data(sample, head):
     table, tokenizer = sample
     torch.manual_seed(0)
@@ -116,3 +116,31 @@ def test_language_mixing_by_temperature():
     explicit = mix_languages(table, {"ratios": {"en": 1, "ms": 3}}, 0, 1)
     assert explicit["lang"].to_pylist().count("ms") == 75
     assert mix_languages(table, {"temperature": 5.0}, 0, 1).equals(mix_languages(table, {"temperature": 5.0}, 0, 1))
+
+
+def test_crf_matches_brute_force():
+    """The CRF's likelihood normalizer and Viterbi path agree with enumerating every tag sequence."""
+    import itertools
+
+    from pipeline.model import CRF
+
+    torch.manual_seed(0)
+    crf = CRF(3)
+    with torch.no_grad():
+        crf.transitions.normal_()
+        crf.start.normal_()
+        crf.end.normal_()
+    emissions = torch.randn(1, 4, 3)
+    mask = torch.tensor([[True, True, True, False]])
+    def score(path):
+        s = crf.start[path[0]] + emissions[0, 0, path[0]]
+        for t in range(1, len(path)):
+            s = s + crf.transitions[path[t - 1], path[t]] + emissions[0, t, path[t]]
+        return s + crf.end[path[-1]]
+    paths = list(itertools.product(range(3), repeat=3))
+    scores = torch.stack([score(p) for p in paths])
+    best = list(paths[int(scores.argmax())])
+    assert crf.decode(emissions, mask) == [best]
+    tags = torch.tensor([[2, 0, 1, 0]])
+    expected = torch.logsumexp(scores, 0) - score([2, 0, 1])
+    assert torch.allclose(crf.nll(emissions, tags, mask), expected, atol=1e-5)
