@@ -39,7 +39,8 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     _dvc(["repro"], repo)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     audit = json.loads((repo / "reports" / "audit.json").read_text())
-    assert set(audit) == set(params["corpora"]) | set(params["alignments"])
+    assert {k for k in audit if not k.startswith("dataset:")} == set(params["corpora"]) | set(params["alignments"])
+    assert {k for k in audit if k.startswith("dataset:")} == {f"dataset:{d}" for d in params["datasets"]}
     for name in params["corpora"]:
         assert audit[name]["words"] > 0, name
         stats = json.loads((repo / "data" / "stats" / f"{name}.json").read_text())
