@@ -37,7 +37,7 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from .executor import map_ordered
-from .labels import LABEL_TO_ID, LABELS
+from .labels import LABELS
 from .schema import segments_table
 from .scripts import dominant_script
 

@@ -119,7 +119,6 @@ def _join(index_hash, index_row, query_hash, query_row, n):
 
 def _brute_force(strings, lengths, rows, bounds, k, workers):
     """Top-k of ``rows`` against every word, only words whose length difference is within ``bounds``."""
-    n = len(strings)
     by_length = np.argsort(lengths, kind="stable")
     sorted_lengths = lengths[by_length]
     index = np.full((len(rows), k), -1, dtype=np.int64)
@@ -256,7 +255,6 @@ def brute_force_top_k(strings: list[str], queries: list[int], k: int = 3, worker
 
 def confusables_table(words: list[str], sequences: list[tuple[str, ...]], neighbours: Neighbours) -> pa.Table:
     """One row per (word, neighbour): word, phonemes, neighbor, neighbor_phonemes, distance, rank, homophone."""
-    rows_word, rows_neighbor, rows_distance, rows_rank = [], [], [], []
     index, distance = neighbours.index, neighbours.distance
     valid = index >= 0
     word_idx, rank = np.nonzero(valid)

@@ -140,7 +140,6 @@ def label_lines(lines, language: Language) -> Labelled:
     codes = np.zeros(len(tokens), dtype=np.int8)
 
     if len(has_tail):
-        marked = tokens.take(pa.array(has_tail))
         marked_body = body.take(pa.array(has_tail))
         tails = _suffixes(tokens, has_tail, body_len[has_tail])
         # abbreviations keep one period of their tail

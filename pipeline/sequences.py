@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pyarrow as pa
 
 from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK

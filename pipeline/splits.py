@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import LABEL_TO_ID
 from .schema import conform, segments_table
 
 SPLITS = ("train", "dev", "test")
@@ -165,7 +164,3 @@ def oversample_questions(table: pa.Table, target_share: float, seed: int = 0) ->
     new_train = segments_table(corpus, lang, out_doc, out_seg, out_words, out_labels, ["train"] * len(out_doc))
     report["after"] = round(n_q / n_words, 6)
     return pa.concat_tables([conform(new_train), conform(rest)]), report
-
-
-__all__ = ["assign_splits", "apply_splits", "oversample_questions", "duplicates_across_splits", "drop_train_duplicates",
-           "question_share", "doc_hash", "SPLITS", "LABEL_TO_ID"]

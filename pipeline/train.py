@@ -11,14 +11,12 @@ from __future__ import annotations
 import math
 import random
 import sys
-from collections import Counter
-
 import numpy as np
 import pyarrow as pa
 import torch
 
 from .augment import alam, epoch_rng, three_r
-from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK
+from .labels import LABELS, RENDERED_MARK
 from .metrics import merged_scores, scores
 from .sequences import IGNORE, build_sequences
 
@@ -260,4 +258,3 @@ def render_punctuated(words: list[str], labels: list[str]) -> str:
     return " ".join(w + RENDERED_MARK[l] for w, l in zip(words, labels))
 
 
-__all__ = ["train", "evaluate", "predict_sequences", "punctuate_words", "render_punctuated", "LABEL_TO_ID", "Counter"]

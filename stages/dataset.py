@@ -89,7 +89,7 @@ def main(argv=None) -> int:
         from pipeline.train import augmented
 
         train_part = table.filter(pc.equal(table["split"], "train"))
-        copies, counts_total = [], {}
+        copies = []
         for copy in range(int(augment.get("copies", 1))):
             aug = augmented(train_part, augment, copy, seed, sorted({w for ws in train_part["words"].to_pylist() for w in ws}), None)
             copies.append(aug)

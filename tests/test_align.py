@@ -1,6 +1,5 @@
 """Transfer of reference punctuation onto ASR hypotheses."""
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 

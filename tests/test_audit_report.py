@@ -2,14 +2,13 @@
 import json
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from corpora import get_reader
-from pipeline.audit import audit, report_html, length_histograms, table1_markdown
+from pipeline.audit import audit, report_html, table1_markdown
 from pipeline.schema import segments_table
 from stages.audit import write_outputs
 

@@ -1,7 +1,6 @@
 """Each paper's recipe end to end on its stand-in corpora: ingest, dataset stage, protocol checks."""
 import json
 
-import pyarrow.compute as pc
 import pytest
 import yaml
 
@@ -62,7 +61,6 @@ def test_malay_rao2022(built):
     assert abs(docs["train"] / sum(docs.values()) - 0.8) < 0.05
     assert report["oversampling"]["after"] == pytest.approx(0.005, abs=0.0005)
     assert splits["train"]["label_shares"]["QUESTION"] == pytest.approx(0.5, abs=0.05)
-    sequences = read_segments  # slot filling: one mask per word, checked in test_datasets
 
 
 def test_hindi_gupta2021(built):

@@ -21,7 +21,6 @@ def indian_cardinal(folder) -> pynini.Fst:
     # each magnitude above thousand takes two digits: the tail below it is 2 digits longer each step
     number = below_1000
     tail = tail3
-    lower_width = 3
     for level in sorted(magnitude):
         word = magnitude[level]
         number |= one_to_99 + pynutil.insert(f" {word}") + tail
