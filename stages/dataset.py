@@ -1,4 +1,8 @@
-"""DVC stage: a model-ready dataset (``datasets.<name>``): split -> oversample -> sequences.
+"""DVC stages: a model-ready dataset (``datasets.<name>``): split -> oversample -> sequences.
+
+Each step is its own DVC stage (``--step``) with its own params section:
+``split`` (ratios or counts, seed, stratify, min_sentences, min_marks, fixed, test_corpora,
+drop_train_duplicates), ``oversample`` (question_share, augment), ``sequences``.
 
 Inputs: corpora of the registry (``data/segments/<corpus>.parquet``); a corpus named in
 ``test_corpora`` is a fixed test set.  Outputs under ``data/datasets/<name>/``:
@@ -8,6 +12,7 @@ Inputs: corpora of the registry (``data/segments/<corpus>.parquet``); a corpus n
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -34,28 +39,23 @@ def load_tokenizer(spec: str, table: pa.Table, vocab_size: int, lowercase: bool)
     return AutoTokenizer.from_pretrained(pretrained_path(spec))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("name")
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--data-dir", default="data")
-    args = parser.parse_args(argv)
-    entry = load_params(args.params, "datasets", args.name)
-    out = Path(args.data_dir) / "datasets" / args.name
+def step_split(entry: dict, name: str, data_dir: Path) -> None:
+    """Corpora -> ``split.parquet`` (filter, document-level split, fixed splits, duplicates)."""
+    out = data_dir / "datasets" / name
     split_params = entry.get("split", {})
     seed = int(split_params.get("seed", 0))
-    tables, fixed_tests = [], []
+    tables, fixed_tables = [], []
     for corpus in entry.get("corpora", []):
-        tables.append(io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet"))
+        tables.append(io.read_segments(data_dir / "segments" / f"{corpus}.parquet"))
     # corpora with a split of their own: test_corpora, or fixed: {corpus: split} (the given files of a benchmark)
-    fixed = {**{c: "test" for c in entry.get("test_corpora", [])}, **entry.get("fixed", {})}
+    fixed = {**{c: "test" for c in split_params.get("test_corpora", [])}, **split_params.get("fixed", {})}
     for corpus, split_name in fixed.items():
-        table = io.read_segments(f"{args.data_dir}/segments/{corpus}.parquet")
-        fixed_tests.append(table.set_column(table.schema.get_field_index("split"), "split",
-                                            pa.array([split_name] * table.num_rows, pa.string())))
-    table = concat(tables) if tables else concat(fixed_tests[:0])
-    min_marks = int(entry.get("filter", {}).get("min_marks", 0))
+        table = io.read_segments(data_dir / "segments" / f"{corpus}.parquet")
+        fixed_tables.append(table.set_column(table.schema.get_field_index("split"), "split",
+                                             pa.array([split_name] * table.num_rows, pa.string())))
+    table = concat(tables)
     report = {}
+    min_marks = int(split_params.get("min_marks", 0))
     if min_marks:  # indic-punct: keep only lines that contain a mark
         keep = [sum(1 for l in labels if l != "O") >= min_marks for labels in table["labels"].to_pylist()]
         report["segments_without_marks_dropped"] = keep.count(False)
@@ -75,29 +75,46 @@ def main(argv=None) -> int:
         assignment = assign_splits(table["doc_id"].to_pylist(), ratios=split_params.get("ratios"),
                                    counts=split_params.get("counts"), seed=seed, strata=strata)
         table = apply_splits(table, assignment)
-    if fixed_tests:
-        table = concat([table, *fixed_tests])
+    if fixed_tables:
+        table = concat([table, *fixed_tables])
     report["duplicates_across_splits"] = dict(duplicates_across_splits(table))
     if split_params.get("drop_train_duplicates"):
         table, dropped = drop_train_duplicates(table)
         report["train_duplicates_dropped"] = dropped
+    io.write_parquet(table, out / "split.parquet")
+    io.write_json(report, out / "split_report.json")
+
+
+def step_oversample(entry: dict, name: str, data_dir: Path) -> None:
+    """``split.parquet`` -> ``oversampled.parquet`` (questions in train) and ``augmented.parquet``."""
+    out = data_dir / "datasets" / name
+    seed = int(entry.get("split", {}).get("seed", 0))
+    table = io.read_segments(out / "split.parquet")
+    report = {}
     target = entry.get("oversample", {}).get("question_share")
     if target:
         table, report["oversampling"] = oversample_questions(table, float(target), seed=seed)
-    augment = entry.get("augment")
+    augment = entry.get("oversample", {}).get("augment")
+    copies = []
     if augment:  # copies of train with one augmentation draw each, for audit (training draws anew every epoch)
         from pipeline.train import augmented
 
         train_part = table.filter(pc.equal(table["split"], "train"))
-        copies = []
-        for copy in range(int(augment.get("copies", 1))):
-            aug = augmented(train_part, augment, copy, seed, sorted({w for ws in train_part["words"].to_pylist() for w in ws}), None)
-            copies.append(aug)
-        io.write_parquet(concat(copies), out / "augmented.parquet")
+        vocabulary = sorted({w for ws in train_part["words"].to_pylist() for w in ws})
+        copies = [augmented(train_part, augment, copy, seed, vocabulary, None) for copy in range(int(augment.get("copies", 1)))]
         before = sum(len(w) for w in train_part["words"].to_pylist())
         after = sum(len(w) for c in copies for w in c["words"].to_pylist()) / max(len(copies), 1)
         report["augmentation"] = {"kind": augment.get("kind"), "copies": len(copies), "train_words": before,
                                   "augmented_words_per_copy": round(after, 1)}
+    io.write_parquet(table, out / "oversampled.parquet")
+    io.write_parquet(concat(copies), out / "augmented.parquet")
+    io.write_json(report, out / "oversample_report.json")
+
+
+def step_sequences(entry: dict, name: str, data_dir: Path) -> None:
+    """``oversampled.parquet`` -> ``segments.parquet``, ``sequences.parquet``, ``tokenizer/``, ``report.json``."""
+    out = data_dir / "datasets" / name
+    table = io.read_segments(out / "oversampled.parquet")
     seq = entry.get("sequences", {})
     tokenizer = load_tokenizer(seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)),
                                bool(seq.get("lowercase", False)))
@@ -107,15 +124,34 @@ def main(argv=None) -> int:
     io.write_parquet(table, out / "segments.parquet")
     io.write_parquet(sequences, out / "sequences.parquet")
     tokenizer.save_pretrained(str(out / "tokenizer"))
+    report = {}
+    for part in ("split_report.json", "oversample_report.json"):
+        if (out / part).exists():
+            report.update(json.loads((out / part).read_text()))
     report["sequences"] = dict(counts)
-    pooled = table.set_column(table.schema.get_field_index("corpus"), "corpus", pa.array([args.name] * table.num_rows, pa.string()))
+    pooled = table.set_column(table.schema.get_field_index("corpus"), "corpus", pa.array([name] * table.num_rows, pa.string()))
     report["distribution"] = audit([pooled], expected_splits=("train", "dev", "test"))
     if len(set(table["corpus"].to_pylist())) > 1:
         report["per_corpus"] = audit([table])
     io.write_json(report, out / "report.json")
-    splits = report["distribution"].get(args.name, {}).get("splits", {})
-    print(f"dataset {args.name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
+    splits = report["distribution"].get(name, {}).get("splits", {})
+    print(f"dataset {name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
           file=sys.stderr)
+
+
+STEPS = {"split": step_split, "oversample": step_oversample, "sequences": step_sequences}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name")
+    parser.add_argument("--step", choices=[*STEPS, "all"], default="all", help="one step (a DVC stage each) or all")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--data-dir", default="data")
+    args = parser.parse_args(argv)
+    entry = load_params(args.params, "datasets", args.name)
+    for step in STEPS if args.step == "all" else [args.step]:
+        STEPS[step](entry, args.name, Path(args.data_dir))
     return 0
 
 

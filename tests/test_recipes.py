@@ -19,7 +19,8 @@ def built(shared, tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
     needed = set()
     for recipe in RECIPES.values():
-        needed |= set(recipe.get("corpora", [])) | set(recipe.get("fixed", {})) | set(recipe.get("test_corpora", []))
+        split = recipe.get("split", {})
+        needed |= set(recipe.get("corpora", [])) | set(split.get("fixed", {})) | set(split.get("test_corpora", []))
     import os
 
     cwd = os.getcwd()
