@@ -73,6 +73,17 @@ def test_hindi_gupta2021(built):
             assert abs(share - splits["train"]["label_shares"][label]) <= 1.0, (name, label)
 
 
+def test_indic_all_languages(built):
+    report, splits = _report(built, "indic_gupta2021")
+    table = read_segments(built / "datasets/indic_gupta2021/segments.parquet")
+    assert set(table["lang"].to_pylist()) == {"as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te"}
+    assert all(any(l != "O" for l in labels) for labels in table["labels"].to_pylist())
+    for name in ("dev", "test"):
+        for label, share in splits[name]["label_shares"].items():
+            assert abs(share - splits["train"]["label_shares"][label]) <= 1.0, (name, label)
+        assert set(splits[name]["by_language"]) == set(splits["train"]["by_language"])  # every language in every split
+
+
 def test_english_iwslt(built):
     _, splits = _report(built, "english_iwslt")
     assert splits["train"]["words"] == 295800
