@@ -11,6 +11,24 @@ from pipeline.verbalize import get_verbalizer
 from stages.common import input_files, load_params
 
 
+def _sharded(args, reader, lang, files, engine, options) -> int:
+    """The output path is then a directory of part-NNNNN.parquet shards (readers accept either)."""
+    from pipeline.engine import IngestTextStep, line_shards, run_sharded
+
+    if reader != "text":
+        print(f"error: corpus {args.corpus}: engine runs the text reader, not {reader!r}", file=sys.stderr)
+        return 2
+    shards = line_shards(files, int(options.get("shard_lines", 100_000)))
+    results = run_sharded(IngestTextStep(lang, args.corpus, options.get("quoting", "none")), shards,
+                          f"{args.out_dir}/segments/{args.corpus}.parquet", engine=engine,
+                          workers=int(options.get("workers", 0)))
+    report = {"corpus": args.corpus, "reader": reader, "lang": lang, "engine": engine, "shards": len(results),
+              "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
+    io.write_json(report, f"{args.out_dir}/stats/{args.corpus}.json")
+    print(f"ingest {args.corpus}: {report['shards']} shards on {engine}, {report['words']} words", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("corpus", help="name of the corpus in the registry")
@@ -21,6 +39,9 @@ def main(argv=None) -> int:
     reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
     spoken = entry.pop("spoken", False)
     pattern = entry.pop("glob", "*")
+    engine = entry.pop("engine", None)
+    if engine:  # a corpus bigger than memory: sharded, streaming, on a process pool or Dask
+        return _sharded(args, reader, lang, input_files(source, pattern), engine, entry)
     try:
         prepared = get_reader(reader)(input_files(source, pattern), lang=lang, corpus=args.corpus, **entry)
         if spoken:

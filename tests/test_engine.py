@@ -96,3 +96,25 @@ def test_failure_leaves_nothing(tmp_path, hindi):
     with pytest.raises(RuntimeError, match="disk on fire"):
         run_sharded(Broken("hi", "hindi"), line_shards(hindi, 300), tmp_path / "out", engine="local", workers=2)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ingest_stage_with_an_engine(tmp_path, shared, root):
+    """A registry entry with `engine:` writes a directory of shards that every reader accepts."""
+    import yaml
+
+    from stages import ingest
+
+    params = tmp_path / "params.yaml"
+    entry = {"reader": "text", "lang": "ta", "input": str(shared / "indic/flores/tam_Taml.devtest"),
+             "quoting": "csv", "engine": "local", "workers": 2, "shard_lines": 300}
+    params.write_text(yaml.safe_dump({"corpora": {"tamil": entry}}))
+    assert ingest.main(["tamil", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 0
+    out = tmp_path / "data/segments/tamil.parquet"
+    assert out.is_dir() and len(list(out.glob("part-*.parquet"))) == 4
+    from corpora import get_reader
+
+    direct = get_reader("text")([shared / "indic/flores/tam_Taml.devtest"], lang="ta", corpus="tamil",
+                                doc_boundary="line", quoting="csv").table
+    sharded = read_segments(out)
+    assert sharded["words"].to_pylist() == direct["words"].to_pylist()
+    assert sharded["labels"].to_pylist() == direct["labels"].to_pylist()
