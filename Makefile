@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# DVC runs each stage's `python -m stages...` through the shell: the venv's python must come first.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
 # Nothing may reach a model hub or NLTK's downloader at run time.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
