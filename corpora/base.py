@@ -19,6 +19,15 @@ class Prepared:
     stats: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
 
+    def speak(self, lang: str) -> None:
+        """Replace written numbers by their spoken form (the ``spoken`` option), counting what changed."""
+        from pipeline.spoken import speak_table
+        from pipeline.verbalize import get_verbalizer
+
+        self.table, counts = speak_table(self.table, get_verbalizer(lang))
+        self.stats.update(counts)
+        self.stats["words"] = sum(len(w) for w in self.table["words"].to_pylist())
+
     def report(self) -> dict:
         out = {**dict(sorted(self.stats.items())), "dropped": dict(sorted(self.dropped.items()))}
         if getattr(self, "sources", None):

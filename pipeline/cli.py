@@ -9,15 +9,12 @@ from . import io
 
 
 def _ingest_sharded(args) -> dict:
-    from .engine import IngestTextStep, line_shards, run_sharded
+    from .engine import ingest_text_sharded
 
     if args.reader != "text":
         raise ValueError("--engine runs the text reader (one sentence per line, each line a document)")
-    shards = line_shards(args.inputs, args.shard_lines)
-    results = run_sharded(IngestTextStep(args.lang, args.corpus, args.quoting or "none"), shards, args.out,
-                          engine=args.engine, workers=args.workers)
-    report = {"corpus": args.corpus, "engine": args.engine, "shards": len(results),
-              "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
+    report = ingest_text_sharded(args.inputs, args.lang, args.corpus, args.out, args.engine, args.workers,
+                                 args.shard_lines, args.quoting or "none")
     if args.stats:
         io.write_json(report, args.stats)
     print(f"ingest {args.corpus}: {report['shards']} shards, {report['words']} words -> {args.out}/", file=sys.stderr)
@@ -37,12 +34,7 @@ def _ingest(args) -> dict:
         options["quoting"] = args.quoting
     prepared = get_reader(args.reader)(args.inputs, lang=args.lang, corpus=args.corpus, **options)
     if args.spoken:
-        from .spoken import speak_table
-        from .verbalize import get_verbalizer
-
-        prepared.table, counts = speak_table(prepared.table, get_verbalizer(args.lang))
-        prepared.stats.update(counts)
-        prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())
+        prepared.speak(args.lang)
     io.write_parquet(prepared.table, args.out)
     report = {"corpus": args.corpus, "reader": args.reader, "lang": args.lang, **prepared.report()}
     if args.stats:
@@ -56,7 +48,7 @@ def _ingest(args) -> dict:
 
 
 def _audit(args) -> dict:
-    from stages.audit import write_outputs
+    from .reports import write_outputs
 
     tables = [io.read_segments(path) for path in args.inputs]
     result = write_outputs(tables, Path(args.out), Path(args.alignment_dir) if args.alignment_dir else None,
@@ -69,7 +61,7 @@ def _audit(args) -> dict:
     return result
 
 
-def _read_with(reader: str, path: str, lang: str, role: str):
+def _read_with(reader: str, path: str, lang: str):
     from corpora import get_reader
 
     return get_reader(reader)([path], lang=lang, corpus=f"{Path(path).stem}").table
@@ -77,15 +69,11 @@ def _read_with(reader: str, path: str, lang: str, role: str):
 
 def _align(args) -> dict:
     from .align import align_tables
-    from .verbalize import NoGrammarError, get_verbalizer
+    from .verbalize import verbalizer_or_none
 
-    ref = _read_with(args.ref_reader, args.ref, args.lang, "reference")
-    hyp = _read_with(args.hyp_reader, args.hyp, args.lang, "hypothesis")
-    try:
-        verbalizer = get_verbalizer(args.lang)
-    except NoGrammarError:
-        verbalizer = None
-    out, report = align_tables(ref, hyp, policy=args.policy, verbalizer=verbalizer, max_wer=args.max_wer,
+    ref = _read_with(args.ref_reader, args.ref, args.lang)
+    hyp = _read_with(args.hyp_reader, args.hyp, args.lang)
+    out, report = align_tables(ref, hyp, policy=args.policy, verbalizer=verbalizer_or_none(args.lang), max_wer=args.max_wer,
                                force=args.force, corpus=args.corpus, pair_by=args.pair_by,
                                workers=args.workers)
     io.write_parquet(out, args.out)
@@ -132,21 +120,20 @@ def _confusables(args) -> dict:
 def _punctuate(args) -> None:
     from .languages import get_language
     from .model import load_checkpoint
-    from .train import device_of, punctuate_words, render_punctuated
+    from .labelling import label_lines, render
+    from .train import device_of, punctuate_words
 
     device = device_of(args.device)
     model, tokenizer, params = load_checkpoint(args.model, device)
     language = get_language(args.lang or params.get("lang", "en"))
     texts = [io.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
     for text in texts:
-        lines = language.normalize_text(text).to_pylist()
         # the same normalization as training; marks already in the text are dropped, not trusted
-        from .labelling import label_lines
-
-        words = [w for line in label_lines(lines, language).words.to_pylist() for w in line]
+        labelled = label_lines(language.normalize_text(text), language)
+        words = [w for line in labelled.words.to_pylist() for w in line]
         labels = punctuate_words(model, tokenizer, words, device, window=args.window, overlap=args.overlap,
                                  max_len=int(params.get("max_len", 256)))
-        sys.stdout.write(render_punctuated(words, labels) + "\n")
+        sys.stdout.write(render(words, labels) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

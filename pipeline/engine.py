@@ -147,6 +147,16 @@ def run_sharded(step: Callable, shards: list, out_dir: str | os.PathLike, engine
     return sorted(results, key=lambda r: r["shard"])
 
 
+def ingest_text_sharded(files, lang, corpus: str, out: str | os.PathLike, engine: str = "local", workers: int = 0,
+                        shard_lines: int = 100_000, quoting: str = "none", scheduler: str | None = None) -> dict:
+    """Sentence-per-line text into ``out/part-NNNNN.parquet``; the counts of the run."""
+    shards = line_shards(list(files), shard_lines)
+    results = run_sharded(IngestTextStep(lang, corpus, quoting), shards, out, engine=engine, workers=workers,
+                          scheduler=scheduler)
+    return {"corpus": corpus, "lang": lang, "engine": engine, "shards": len(results),
+            "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
+
+
 class IngestTextStep:
     """Punctuated sentence-per-line text, each line a document (FLORES-style).
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import torch
 
 from .augment import alam, epoch_rng, three_r
-from .labels import LABELS, RENDERED_MARK
+from .labels import LABELS
 from .metrics import merged_scores, scores
 from .sequences import IGNORE, build_sequences
 
@@ -252,9 +252,3 @@ def punctuate_words(model, tokenizer, words: list[str], device: str = "cpu", win
     if (margin < 0).any():
         raise RuntimeError("a word got no prediction")  # cannot happen: every word lies in a window
     return [LABELS[label] for label in decision]
-
-
-def render_punctuated(words: list[str], labels: list[str]) -> str:
-    return " ".join(w + RENDERED_MARK[l] for w, l in zip(words, labels))
-
-

@@ -6,7 +6,7 @@ import sys
 
 from pipeline import io
 from pipeline.align import AlignmentError, align_tables
-from pipeline.verbalize import NoGrammarError, get_verbalizer
+from pipeline.verbalize import verbalizer_or_none
 from stages.common import load_params
 
 
@@ -20,10 +20,7 @@ def main(argv=None) -> int:
     ref = io.read_segments(f"{args.data_dir}/segments/{entry['ref']}.parquet")
     hyp = io.read_segments(f"{args.data_dir}/segments/{entry['hyp']}.parquet")
     lang = hyp["lang"][0].as_py() if hyp.num_rows else ref["lang"][0].as_py()
-    try:
-        verbalizer = get_verbalizer(lang)
-    except NoGrammarError:
-        verbalizer = None
+    verbalizer = verbalizer_or_none(lang)
     try:
         out, report = align_tables(
             ref, hyp, policy=entry.get("policy", "guerreiro"), verbalizer=verbalizer,

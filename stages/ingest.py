@@ -6,25 +6,20 @@ import sys
 
 from corpora import get_reader
 from pipeline import io
-from pipeline.spoken import speak_table
-from pipeline.verbalize import get_verbalizer
 from stages.common import input_files, load_params
 
 
 def _sharded(args, reader, lang, files, engine, options) -> int:
     """The output path is then a directory of part-NNNNN.parquet shards (readers accept either)."""
-    from pipeline.engine import IngestTextStep, line_shards, run_sharded
+    from pipeline.engine import ingest_text_sharded
 
     if reader != "text":
         print(f"error: corpus {args.corpus}: engine runs the text reader, not {reader!r}", file=sys.stderr)
         return 2
-    shards = line_shards(files, int(options.get("shard_lines", 100_000)))
-    results = run_sharded(IngestTextStep(lang, args.corpus, options.get("quoting", "none")), shards,
-                          f"{args.out_dir}/segments/{args.corpus}.parquet", engine=engine,
-                          workers=int(options.get("workers", 0)))
-    report = {"corpus": args.corpus, "reader": reader, "lang": lang, "engine": engine, "shards": len(results),
-              "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
-    io.write_json(report, f"{args.out_dir}/stats/{args.corpus}.json")
+    report = ingest_text_sharded(files, lang, args.corpus, f"{args.out_dir}/segments/{args.corpus}.parquet", engine,
+                                 int(options.get("workers", 0)), int(options.get("shard_lines", 100_000)),
+                                 options.get("quoting", "none"))
+    io.write_json({**report, "reader": reader}, f"{args.out_dir}/stats/{args.corpus}.json")
     print(f"ingest {args.corpus}: {report['shards']} shards on {engine}, {report['words']} words", file=sys.stderr)
     return 0
 
@@ -45,9 +40,7 @@ def main(argv=None) -> int:
     try:
         prepared = get_reader(reader)(input_files(source, pattern), lang=lang, corpus=args.corpus, **entry)
         if spoken:
-            prepared.table, counts = speak_table(prepared.table, get_verbalizer(lang))
-            prepared.stats.update(counts)
-            prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())
+            prepared.speak(lang)
     except (io.InputError, ValueError) as exc:
         print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
         return 2

@@ -137,6 +137,14 @@ def get_verbalizer(lang: str) -> Verbalizer:
     return Verbalizer(lang, grammars)
 
 
+def verbalizer_or_none(lang: str) -> Verbalizer | None:
+    """The language's verbalizer, or None where it has no grammar (alignment then compares words as written)."""
+    try:
+        return get_verbalizer(lang)
+    except NoGrammarError:
+        return None
+
+
 def available() -> list[str]:
     import pkgutil
 
