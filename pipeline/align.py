@@ -412,13 +412,7 @@ def align_tables(
         marks.update(result.marks)
     errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
     wer = errors / totals["ref_tokens"] if totals["ref_tokens"] else 1.0
-    if wer > max_wer and not force:
-        worst = max(per_document, key=lambda d: d["wer"]) if per_document else {}
-        raise AlignmentError(
-            f"WER {wer:.3f} exceeds {max_wer}: the reference and hypothesis are probably not the same documents"
-            + (f" (worst: {worst['reference']} vs {worst['hypothesis']}, WER {worst['wer']})" if worst else "")
-            + "; pass --force to align anyway"
-        )
+    check_wer(wer, per_document, max_wer, force)
 
     # the hypothesis's own words and segments, labels from the transfer
     words_column = hyp["words"].combine_chunks()
@@ -455,9 +449,65 @@ def align_tables(
         "labels_before": _label_counts(ref),
         "labels_after": _label_counts(out),
         "warnings": warnings,
+        "ignored_hypothesis_labels": hyp_marks,
         "per_document": per_document,
     }
     return out, report
+
+
+def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool) -> None:
+    if wer > max_wer and not force:
+        worst = max(per_document, key=lambda d: d["wer"]) if per_document else {}
+        raise AlignmentError(
+            f"WER {wer:.3f} exceeds {max_wer}: the reference and hypothesis are probably not the same documents"
+            + (f" (worst: {worst['reference']} vs {worst['hypothesis']}, WER {worst['wer']})" if worst else "")
+            + "; pass --force to align anyway"
+        )
+
+
+def merge_reports(reports: list[dict], labels_before: dict[str, int], max_wer: float = 0.5,
+                  force: bool = False) -> dict:
+    """One report from the reports of shards (each aligned with ``force``), checked as one corpus.
+
+    ``labels_before`` is counted over the whole reference (a shard sees only its documents'
+    references).  Gives the report ``align_tables`` gives on the unsharded tables."""
+    def summed(key, part):
+        total = Counter()
+        for r in reports:
+            total.update(r[key][part] if part else r[key])
+        return total
+
+    wer = summed("wer", None)
+    counts = {k: int(wer[k]) for k in ("substitutions", "deletions", "insertions", "reference_tokens")}
+    errors = counts["substitutions"] + counts["deletions"] + counts["insertions"]
+    rate = errors / counts["reference_tokens"] if counts["reference_tokens"] else 1.0
+    per_document = [d for r in reports for d in r["per_document"]]
+    hypothesis_words = sum(r["hypothesis_words"] for r in reports)
+    warnings = []
+    ignored = sum(r.get("ignored_hypothesis_labels", 0) for r in reports)
+    if ignored:
+        warnings.append(f"the hypothesis carried {ignored} punctuation labels: ignored (stripped)")
+    if not hypothesis_words:
+        if not force:
+            raise AlignmentError("the hypothesis is empty: no words to align; pass --force to write an empty output")
+        warnings.append("the hypothesis is empty")
+    check_wer(rate, per_document, max_wer, force)
+    marks = {k: sum(r["marks"][k] for r in reports) for k in ("reference", "transferred", "moved", "merged")}
+    dropped = summed("marks", "dropped")
+    after = summed("labels_after", None)
+    return {
+        "policy": reports[0]["policy"] if reports else None,
+        "documents": sum(r["documents"] for r in reports),
+        "reference_words": sum(r["reference_words"] for r in reports),
+        "hypothesis_words": hypothesis_words,
+        "wer": {"wer": round(rate, 4), **counts},
+        "marks": {**marks, "dropped": {k: int(dropped[k]) for k in sorted(dropped)}},
+        "labels_before": dict(labels_before),
+        "labels_after": {k: int(after[k]) for k in LABELS},
+        "warnings": warnings,
+        "ignored_hypothesis_labels": ignored,
+        "per_document": per_document,
+    }
 
 
 def _label_counts(table: pa.Table) -> dict[str, int]:

@@ -77,12 +77,19 @@ def read_shard_text(shard: LineShard) -> str:
 
 
 def _write_part(step: Callable, shard, folder: str) -> dict:
+    """A step returns its shard's table, or (table, report): the report comes back to the driver."""
     from .io import write_parquet
 
-    table = step(shard)
+    result = step(shard)
+    table, report = result if isinstance(result, tuple) else (result, None)
     write_parquet(table, Path(folder) / f"part-{shard.index:05d}.parquet")
-    return {"shard": shard.index, "rows": table.num_rows,
-            "words": int(pa.compute.sum(pa.compute.list_value_length(table["words"])).as_py() or 0) if table.num_rows else 0}
+    words = 0
+    if table.num_rows and "words" in table.column_names:
+        words = int(pa.compute.sum(pa.compute.list_value_length(table["words"])).as_py() or 0)
+    out = {"shard": shard.index, "rows": table.num_rows, "words": words}
+    if report is not None:
+        out["report"] = report
+    return out
 
 
 def _local(step, shards, folder, workers):
@@ -123,8 +130,11 @@ def _dask(step, shards, folder, workers, scheduler):
 
 
 def run_sharded(step: Callable, shards: list, out_dir: str | os.PathLike, engine: str = "local", workers: int = 0,
-                scheduler: str | None = None) -> list[dict]:
-    """Run ``step`` on every shard into ``out_dir/part-NNNNN.parquet``; all or nothing."""
+                scheduler: str | None = None, accept: Callable[[list[dict]], None] | None = None) -> list[dict]:
+    """Run ``step`` on every shard into ``out_dir/part-NNNNN.parquet``; all or nothing.
+
+    ``accept(results)``, if given, sees every shard's result before the output is
+    put in place; raising there (a check over the whole corpus) leaves no output."""
     from .executor import resolve_workers
 
     if engine not in ENGINES:
@@ -138,13 +148,18 @@ def run_sharded(step: Callable, shards: list, out_dir: str | os.PathLike, engine
             results = _local(step, shards, str(staging), workers)
         else:
             results = _dask(step, shards, str(staging), workers, scheduler)
-        if out_dir.exists():
+        results = sorted(results, key=lambda r: r["shard"])
+        if accept is not None:
+            accept(results)
+        if out_dir.is_dir():
             shutil.rmtree(out_dir)
+        elif out_dir.exists():  # an unsharded output of an earlier run
+            out_dir.unlink()
         os.replace(staging, out_dir)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return sorted(results, key=lambda r: r["shard"])
+    return results
 
 
 def ingest_text_sharded(files, lang, corpus: str, out: str | os.PathLike, engine: str = "local", workers: int = 0,
@@ -186,3 +201,200 @@ class IngestTextStep:
             self.corpus, lang, [f"{stem}:{shard.first_line + i + 1}" for i in keep], [0] * len(keep),
             labelled.words.take(pa.array(keep, pa.int64())), labelled.labels.take(pa.array(keep, pa.int64())),
         )
+
+
+# ---------------------------------------------------------------------------
+# Stages over segment Parquet: shards are row ranges that never split a document
+
+
+@dataclass(frozen=True)
+class RowShard:
+    """Rows [start, stop) of one Parquet file (a file, or one part of a sharded directory)."""
+
+    path: str
+    index: int
+    start: int
+    stop: int
+
+
+def parquet_files(path: str | os.PathLike) -> list[str]:
+    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
+    from .io import InputError
+
+    path = Path(path)
+    if path.is_dir():
+        parts = sorted(str(p) for p in path.glob("part-*.parquet"))
+        if not parts:
+            raise InputError(f"{path}: a directory without part-*.parquet shards")
+        return parts
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    return [str(path)]
+
+
+def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
+    """Shards of about ``rows_per_shard`` segments, each cut where a document ends.
+
+    A streaming scan of the ``doc_id`` column only.  A document's rows must be
+    contiguous (every reader writes them so); a document that runs over from one
+    part file into the next is an error, since a step sees whole documents."""
+    import pyarrow.parquet as pq
+
+    from .io import InputError
+
+    if rows_per_shard < 1:
+        raise ValueError("rows_per_shard must be at least 1")
+    shards: list[RowShard] = []
+    previous_last: tuple[str, str] | None = None
+    for file in parquet_files(path):
+        try:
+            reader = pq.ParquetFile(file)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
+        if "doc_id" not in reader.schema_arrow.names:
+            raise InputError(f"{file}: not a segment table (no doc_id column)")
+        start, row, last = 0, 0, None
+        for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
+            docs = batch.column(0).to_pylist()
+            if row == 0 and docs and previous_last and previous_last[1] == docs[0]:
+                raise InputError(f"{file}: document {docs[0]!r} continues from {previous_last[0]}: "
+                                 "a document must lie in one part file")
+            for offset, doc in enumerate(docs):
+                here = row + offset
+                if here - start >= rows_per_shard and doc != last:
+                    shards.append(RowShard(file, len(shards), start, here))
+                    start = here
+                last = doc
+            row += len(docs)
+        if row > start:
+            shards.append(RowShard(file, len(shards), start, row))
+        previous_last = (file, last) if last is not None else previous_last
+    return shards
+
+
+def read_row_shard(shard: RowShard, columns: list[str] | None = None) -> pa.Table:
+    """The shard's rows, reading only the row groups that hold them."""
+    import pyarrow.parquet as pq
+
+    reader = pq.ParquetFile(shard.path)
+    groups, first_row, row = [], None, 0
+    for g in range(reader.metadata.num_row_groups):
+        n = reader.metadata.row_group(g).num_rows
+        if row + n > shard.start and row < shard.stop:
+            groups.append(g)
+            first_row = row if first_row is None else first_row
+        row += n
+    if not groups:
+        return reader.schema_arrow.empty_table().select(columns) if columns else reader.schema_arrow.empty_table()
+    table = reader.read_row_groups(groups, columns=columns)
+    return table.slice(shard.start - first_row, shard.stop - shard.start)
+
+
+def _segments_of(shard: RowShard) -> pa.Table:
+    from .io import InputError
+    from .schema import conform
+
+    try:
+        return conform(read_row_shard(shard))
+    except (KeyError, pa.ArrowInvalid, ValueError) as exc:
+        raise InputError(f"{shard.path}: not a segment table ({exc})") from None
+
+
+class AlignStep:
+    """Hypothesis shard -> its segments labelled from the reference documents of the same ids.
+
+    Each shard reads from the reference only the documents it needs (a filtered,
+    streaming scan), so memory is bounded by the shard, not the corpus."""
+
+    def __init__(self, ref_path: str, policy: str, lang: str | None, corpus: str):
+        self.ref_path, self.policy, self.lang, self.corpus = str(ref_path), policy, lang, corpus
+
+    def __call__(self, shard: RowShard):
+        import pyarrow.parquet as pq
+
+        from .align import align_tables
+        from .schema import conform
+        from .verbalize import verbalizer_or_none
+
+        hyp = _segments_of(shard)
+        doc_ids = pa.compute.unique(hyp["doc_id"]).to_pylist()
+        ref = conform(pq.read_table(self.ref_path, filters=[("doc_id", "in", doc_ids)])) if doc_ids else None
+        lang = self.lang or (hyp["lang"][0].as_py() if hyp.num_rows else None)
+        verbalizer = verbalizer_or_none(lang) if lang else None
+        if ref is None:
+            from .schema import SEGMENT_SCHEMA
+
+            ref = SEGMENT_SCHEMA.empty_table()
+        return align_tables(ref, hyp, policy=self.policy, verbalizer=verbalizer, max_wer=float("inf"), force=True,
+                            corpus=self.corpus, pair_by="id", workers=1)
+
+
+def count_labels(path: str | os.PathLike) -> dict[str, int]:
+    """Label counts of a segment dataset, streamed batch by batch."""
+    import pyarrow.parquet as pq
+    from collections import Counter
+
+    from .labels import LABELS
+
+    counts: Counter = Counter()
+    for file in parquet_files(path):
+        for batch in pq.ParquetFile(file).iter_batches(columns=["labels"], batch_size=65_536):
+            for row in pa.compute.value_counts(pa.compute.list_flatten(batch.column(0))).to_pylist():
+                counts[row["values"]] += int(row["counts"])
+    return {label: int(counts[label]) for label in LABELS}
+
+
+def align_sharded(ref_path, hyp_path, out, policy: str = "guerreiro", lang: str | None = None, corpus: str = "aligned",
+                  max_wer: float = 0.5, force: bool = False, engine: str = "local", workers: int = 0,
+                  shard_rows: int = 20_000, scheduler: str | None = None) -> dict:
+    """Reference punctuation onto a (sharded) hypothesis corpus, into ``out/part-NNNNN.parquet``.
+
+    The alignment report of the whole corpus; the WER check covers the whole corpus
+    and, failing, leaves no output.  Documents pair by id."""
+    from .align import merge_reports
+
+    shards = row_shards(hyp_path, shard_rows)
+    merged: dict = {}
+
+    def accept(results):
+        merged.update(merge_reports([r["report"] for r in results], count_labels(ref_path), max_wer, force))
+
+    run_sharded(AlignStep(ref_path, policy, lang, corpus), shards, out, engine=engine, workers=workers,
+                scheduler=scheduler, accept=accept)
+    return {**merged, "engine": engine, "shards": len(shards)}
+
+
+_TOKENIZERS: dict = {}
+
+
+class SequencesStep:
+    """Segment shard -> model-ready sequences, with the tokenizer saved in ``tokenizer_dir``."""
+
+    def __init__(self, tokenizer_dir: str, max_len: int = 256, mode: str = "chunk", stride: int = 0,
+                 slot_filling: bool = False):
+        self.tokenizer_dir = str(tokenizer_dir)
+        self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling)
+
+    def __call__(self, shard: RowShard):
+        from .sequences import build_sequences
+
+        if self.tokenizer_dir not in _TOKENIZERS:  # once per worker process
+            from transformers import AutoTokenizer
+
+            _TOKENIZERS[self.tokenizer_dir] = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        table, counts = build_sequences(_segments_of(shard), _TOKENIZERS[self.tokenizer_dir], **self.options)
+        return table, dict(counts)
+
+
+def sequences_sharded(segments_path, tokenizer_dir, out, engine: str = "local", workers: int = 0,
+                      shard_rows: int = 20_000, scheduler: str | None = None, **options) -> dict:
+    """Sequences of a (sharded) segment dataset into ``out/part-NNNNN.parquet``; the summed counts."""
+    from collections import Counter
+
+    shards = row_shards(segments_path, shard_rows)
+    results = run_sharded(SequencesStep(tokenizer_dir, **options), shards, out, engine=engine, workers=workers,
+                          scheduler=scheduler)
+    counts: Counter = Counter()
+    for r in results:
+        counts.update(r["report"])
+    return {"engine": engine, "shards": len(shards), **{k: int(v) for k, v in sorted(counts.items())}}

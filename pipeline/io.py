@@ -52,6 +52,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if path.is_dir():  # a sharded output of an earlier run
+            import shutil
+
+            shutil.rmtree(path)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

@@ -160,15 +160,20 @@ def export_nemo(table: pa.Table) -> tuple[str, str]:
 
 
 def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
-    """A WordPiece tokenizer trained on the corpus (offline default), as a transformers fast tokenizer."""
+    """A BPE tokenizer trained on the corpus (offline default), as a transformers fast tokenizer.
+
+    BPE, not WordPiece: the WordPiece trainer of ``tokenizers`` numbers its ``##``
+    pieces in hash-map order, so the same words give a different vocabulary on
+    every run (huggingface/tokenizers#1794); plain BPE numbers pieces from the
+    sorted alphabet and its merges, and is the same every run (tested)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.Sequence([normalizers.NFC()] + ([normalizers.Lowercase()] if lowercase else []))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1, show_progress=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1, show_progress=False)
     tok.train_from_iterator(words, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                                    sep_token="[SEP]", mask_token="[MASK]")

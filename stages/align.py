@@ -10,6 +10,30 @@ from pipeline.verbalize import verbalizer_or_none
 from stages.common import load_params
 
 
+def _sharded(args, entry) -> int:
+    """The output is then a directory of part-NNNNN.parquet shards (readers accept either)."""
+    from pipeline.engine import align_sharded
+
+    if entry.get("pair_by", "id") != "id":
+        print(f"error: alignment {args.name}: a sharded alignment pairs documents by id, not by order", file=sys.stderr)
+        return 2
+    try:
+        report = align_sharded(
+            f"{args.data_dir}/segments/{entry['ref']}.parquet", f"{args.data_dir}/segments/{entry['hyp']}.parquet",
+            f"{args.data_dir}/segments/{args.name}.parquet", policy=entry.get("policy", "guerreiro"),
+            lang=entry.get("lang"), corpus=args.name, max_wer=float(entry.get("max_wer", 0.5)),
+            force=bool(entry.get("force", False)), engine=entry["engine"], workers=int(entry.get("workers", 0)),
+            shard_rows=int(entry.get("shard_rows", 20_000)),
+        )
+    except (AlignmentError, io.InputError, ValueError) as exc:
+        print(f"error: alignment {args.name}: {exc}", file=sys.stderr)
+        return 2
+    io.write_json({"ref": entry["ref"], "hyp": entry["hyp"], **report}, f"{args.data_dir}/alignment/{args.name}.json")
+    print(f"align {args.name}: {report['shards']} shards on {report['engine']}, WER {report['wer']['wer']:.3f}",
+          file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the alignment in the params file")
@@ -17,6 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", default="data")
     args = parser.parse_args(argv)
     entry = load_params(args.params, "alignments", args.name)
+    if entry.get("engine"):  # a corpus bigger than memory: sharded, streaming, on a process pool or Dask
+        return _sharded(args, entry)
     ref = io.read_segments(f"{args.data_dir}/segments/{entry['ref']}.parquet")
     hyp = io.read_segments(f"{args.data_dir}/segments/{entry['hyp']}.parquet")
     lang = hyp["lang"][0].as_py() if hyp.num_rows else ref["lang"][0].as_py()

@@ -29,7 +29,7 @@ from stages.common import load_params
 
 
 def load_tokenizer(spec: str, table: pa.Table, vocab_size: int, lowercase: bool):
-    """``train``: a WordPiece tokenizer trained on the training words; otherwise a named or local pretrained one."""
+    """``train``: a BPE tokenizer trained on the training words; otherwise a named or local pretrained one."""
     if spec == "train":
         words = pc.list_flatten(table.filter(pc.equal(table["split"], "train"))["words"]).to_pylist()
         return train_tokenizer(iter(words), vocab_size=vocab_size, lowercase=lowercase)
@@ -118,12 +118,19 @@ def step_sequences(entry: dict, name: str, data_dir: Path) -> None:
     seq = entry.get("sequences", {})
     tokenizer = load_tokenizer(seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)),
                                bool(seq.get("lowercase", False)))
-    sequences, counts = build_sequences(table, tokenizer, max_len=int(seq.get("max_len", 256)),
-                                        mode=seq.get("mode", "chunk"), stride=int(seq.get("stride", 0)),
-                                        slot_filling=bool(seq.get("slot_filling", False)))
-    io.write_parquet(table, out / "segments.parquet")
-    io.write_parquet(sequences, out / "sequences.parquet")
+    options = dict(max_len=int(seq.get("max_len", 256)), mode=seq.get("mode", "chunk"),
+                   stride=int(seq.get("stride", 0)), slot_filling=bool(seq.get("slot_filling", False)))
     tokenizer.save_pretrained(str(out / "tokenizer"))
+    if seq.get("engine"):  # sharded, streaming: sequences.parquet is a directory of part files
+        from pipeline.engine import sequences_sharded
+
+        counts = sequences_sharded(out / "oversampled.parquet", out / "tokenizer", out / "sequences.parquet",
+                                   engine=seq["engine"], workers=int(seq.get("workers", 0)),
+                                   shard_rows=int(seq.get("shard_rows", 20_000)), **options)
+    else:
+        sequences, counts = build_sequences(table, tokenizer, **options)
+        io.write_parquet(sequences, out / "sequences.parquet")
+    io.write_parquet(table, out / "segments.parquet")
     report = {}
     for part in ("split_report.json", "oversample_report.json"):
         if (out / part).exists():

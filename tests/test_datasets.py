@@ -1,5 +1,6 @@
 """From labelled segments to model-ready datasets: splits, oversampling, augmentation, sequences, exports."""
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -134,3 +135,21 @@ def test_exports_round_trip(dev_sample, tmp_path):
     assert loaded.num_rows == sequences.num_rows
     assert str(loaded.features["labels"].feature.dtype) == "int16"
     assert loaded[0]["input_ids"] == sequences["input_ids"][0].as_py()
+
+
+def test_corpus_tokenizer_is_the_same_every_run(dev_sample, tmp_path):
+    """The trained tokenizer is a stage output: the same words must give the same file, in any process
+    (the WordPiece trainer of `tokenizers` does not: huggingface/tokenizers#1794)."""
+    import subprocess
+    import sys
+
+    words = [w for ws in dev_sample["words"].to_pylist() for w in ws]
+    (tmp_path / "words.txt").write_text("\n".join(words), encoding="utf-8")
+    script = ("import sys; from pipeline.sequences import train_tokenizer; "
+              "words = open(sys.argv[1], encoding='utf-8').read().split('\\n'); "
+              "print(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str())")
+    runs = {subprocess.run([sys.executable, "-c", script, str(tmp_path / "words.txt")], capture_output=True, text=True,
+                           check=True, cwd=Path(__file__).parent.parent).stdout for _ in range(3)}
+    runs.add(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str() + "\n")
+    assert len(runs) == 1
+    assert len(train_tokenizer(iter(words), vocab_size=1500)) == 1500
