@@ -66,6 +66,23 @@ def test_exact_against_brute_force_on_random_cmudict_words(en):
     assert neighbours.stats["brute_force_words"] > 0  # every stage was exercised
 
 
+def test_exact_on_every_word_of_a_sparse_vocabulary():
+    """Random sequences of 1 to 40 symbols: most words settle only in the brute-force tail, many
+    after its probe window fails (k-th distance > PROBE), some with fewer than k words in a window."""
+    from pipeline import confusables
+
+    rng = random.Random(11)
+    symbols = [f"P{i}" for i in range(40)]
+    sequences = [tuple(rng.choice(symbols[: rng.choice((3, 40))]) for _ in range(rng.randint(1, 40)))
+                 for _ in range(2500)]
+    neighbours = top_k(sequences, 3)
+    strings, _ = encode(sequences)
+    index, distance = brute_force_top_k(strings, list(range(len(strings))), 3)
+    assert (neighbours.index == index).all() and (neighbours.distance == distance).all()
+    assert neighbours.stats["brute_force_words"] > 1000
+    assert (distance[:, 2] > confusables.PROBE).sum() > 100  # the second pass was needed
+
+
 def test_table_iv_like(en):
     """Zheng 2022 Table IV: like (L AY K) -> alike, liker, eyelike at distance 1."""
     table, report = build_confusables(["like", "alike", "liker", "eyelike", "dislike", "lichen", "lock"], en)

@@ -187,4 +187,4 @@ class EnglishG2p:
 
 
 def make(lang: str) -> EnglishG2p:
-    return EnglishG2p()
+    return EnglishG2p(workers=0)  # big vocabularies (web2: 170k words out of CMUdict) on every core
