@@ -5,6 +5,7 @@ handled by whitespace splitting), so English text passes almost for free.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pyarrow as pa
@@ -25,7 +26,9 @@ def _class(chars: str) -> str:
 
 _DELETE_RE = {False: _class(DELETE + JOINERS), True: _class(DELETE)}
 _SPACES_RE = _class(SPACES)
-_ANY_RE = {False: _class(DELETE + JOINERS + SPACES), True: _class(DELETE + SPACES)}
+#: the same classes for Python's re, which scans a whole decoded buffer at once
+_ANY_PY_RE = {keep: re.compile("[" + re.escape((DELETE if keep else DELETE + JOINERS) + SPACES) + "]")
+              for keep in (False, True)}
 
 
 def split_lines(text: str) -> pa.Array:
@@ -45,24 +48,29 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     if not pc.any(non_ascii).as_py():
         return lines
     subset = lines.filter(non_ascii)
-    # most text has no zero-width or odd space at all: one matching pass decides
-    if pc.any(pc.match_substring_regex(subset, _ANY_RE[keep_joiners])).as_py():
+    changed = False
+    # most text has no zero-width or odd space at all, and much is NFC already: one decoding of
+    # the array's character buffer answers both questions
+    text = _buffer_text(subset)
+    if _ANY_PY_RE[keep_joiners].search(text):
         subset = pc.replace_substring_regex(subset, _DELETE_RE[keep_joiners], "")
         subset = pc.replace_substring_regex(subset, _SPACES_RE, " ")
-    if not _is_nfc(subset):
+        text = _buffer_text(subset)
+        changed = True
+    if not unicodedata.is_normalized("NFC", text):
         subset = pc.utf8_normalize(subset, form="NFC")
-    return pc.replace_with_mask(lines, non_ascii, subset)
+        changed = True
+    return pc.replace_with_mask(lines, non_ascii, subset) if changed else lines
 
 
-def _is_nfc(strings: pa.Array) -> bool:
-    """Python's quick NFC check over the array's whole UTF-8 buffer (much faster than normalizing)."""
+def _buffer_text(strings: pa.Array) -> str:
+    """All the strings of the array, concatenated, as one Python string (no object per string)."""
     import numpy as np
 
     offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     data = strings.buffers()[2]
-    text = data.to_pybytes()[start:end].decode("utf-8") if data is not None else ""
-    return unicodedata.is_normalized("NFC", text)
+    return data.to_pybytes()[start:end].decode("utf-8") if data is not None else ""
 
 
 def clean_text(text: str, keep_joiners: bool = False) -> str:

@@ -155,3 +155,39 @@ def test_bad_input(tmp_path):
     prepared = get_reader("text")([mixed], lang="hi", corpus="m")
     assert prepared.table["words"][0].as_py() == ["यह", "राउटर", "है"]
     assert prepared.dropped["word_in_other_script"] == 1
+
+
+INDIC_FILES = {"as": "asm_Beng", "bn": "ben_Beng", "gu": "guj_Gujr", "hi": "hin_Deva", "kn": "kan_Knda",
+               "ml": "mal_Mlym", "mr": "mar_Deva", "or": "ory_Orya", "pa": "pan_Guru", "ta": "tam_Taml",
+               "te": "tel_Telu"}
+
+
+@pytest.mark.parametrize("code", sorted(INDIC_FILES))
+def test_indic_block_normalization_equals_line_by_line(code, shared):
+    """The pipeline gives indic-nlp a whole block of lines at once: it must be exactly what NFC and
+    the bare normalizer give line by line, on every language's real text (plus a line of every
+    character of its Unicode block, so no rewrite of the normalizer reaches across a newline)."""
+    import unicodedata
+
+    import pyarrow as pa
+    from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
+
+    from pipeline.languages import get_language
+    from pipeline.normalize import clean_lines
+
+    name = INDIC_FILES[code]
+    lines = []
+    for path in sorted((shared / "indic").rglob("*")):
+        if path.is_file() and (name in path.name or f".{name[:3]}" in path.name):
+            lines += path.read_text(encoding="utf-8").split("\n")
+    language = get_language(code)
+    block_start = ord({"Beng": "\u0980", "Gujr": "\u0a80", "Deva": "\u0900", "Knda": "\u0c80",
+                                "Mlym": "\u0d00", "Orya": "\u0b00", "Guru": "\u0a00", "Taml": "\u0b80",
+                                "Telu": "\u0c00"}[name[4:]])
+    every_char = "".join(chr(c) for c in range(block_start, block_start + 0x80))
+    lines += [every_char, every_char[::-1], ": " + every_char + ":", ""]
+    assert len(lines) > 1000
+    bare = IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
+    cleaned = clean_lines(pa.array(lines, pa.string()), keep_joiners=True).to_pylist()
+    expected = [bare.normalize(unicodedata.normalize("NFC", line)) for line in cleaned]
+    assert language.normalize(pa.array(lines, pa.string())).to_pylist() == expected

@@ -29,6 +29,21 @@ def _split_whitespace(line: str) -> list[str]:
     return line.split()
 
 
+def _normalize_as_block(lines: pyarrow.Array, normalize: Callable[[str], str]) -> pyarrow.Array:
+    """Lines joined and split back in Arrow (no Python string per line); a normalizer that changed
+    the number of lines after all, or null lines, fall back to one call per line."""
+    import pyarrow.compute as pc
+
+    if not lines.null_count:
+        lines = lines.cast(pyarrow.string())
+        block = pc.binary_join(pyarrow.ListArray.from_arrays(pyarrow.array([0, len(lines)], pyarrow.int32()), lines),
+                               "\n")[0].as_py()
+        out = pc.list_flatten(pc.split_pattern(pyarrow.array([normalize(block)], pyarrow.string()), "\n"))
+        if len(out) == len(lines):
+            return out
+    return pyarrow.array([normalize(line) if line else line for line in lines.to_pylist()], pyarrow.string())
+
+
 @dataclass(frozen=True)
 class Language:
     code: str
@@ -37,6 +52,9 @@ class Language:
     keep_joiners: bool = False
     #: extra per-language normalization over a batch of cleaned lines
     normalize_lines: Callable[[list[str]], list[str]] = _identity
+    #: or over a block of cleaned lines joined by newlines, for a normalizer that never reaches
+    #: across a newline: one call on the block instead of one per line
+    normalize_block: Callable[[str], str] | None = None
     #: splits a normalized line into word tokens (marks still attached); whitespace by default
     tokenize: Callable[[str], list[str]] | None = None
     #: Unicode scripts the language is written in (RE2 names: Latin, Devanagari, Bengali, Han...)
@@ -56,7 +74,11 @@ class Language:
     def normalize(self, lines: pyarrow.Array) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept."""
         lines = clean_lines(lines, self.keep_joiners)
-        if self.normalize_lines is not _identity and len(lines):
+        if not len(lines):
+            return lines
+        if self.normalize_block is not None:
+            return _normalize_as_block(lines, self.normalize_block)
+        if self.normalize_lines is not _identity:
             lines = pyarrow.array(self.normalize_lines(lines.to_pylist()), pyarrow.string())
         return lines
 
