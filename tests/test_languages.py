@@ -191,3 +191,17 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
     cleaned = clean_lines(pa.array(lines, pa.string()), keep_joiners=True).to_pylist()
     expected = [bare.normalize(unicodedata.normalize("NFC", line)) for line in cleaned]
     assert language.normalize(pa.array(lines, pa.string())).to_pylist() == expected
+
+
+def test_mandarin_block_normalization_equals_line_by_line(shared):
+    import pyarrow as pa
+
+    from pipeline.languages import get_language
+    from pipeline.languages.zh import normalize_block
+    from pipeline.normalize import clean_lines
+
+    lines = (shared / "iwslt_zh/iwslt2012_test_zh.txt").read_text(encoding="utf-8").split("\n")
+    lines += ["中文 中文", "中文 ,", "中文,\n", "abc 中文?"]
+    cleaned = clean_lines(pa.array(lines, pa.string())).to_pylist()
+    assert get_language("zh").normalize(pa.array(lines, pa.string())).to_pylist() == \
+        [normalize_block(line) for line in cleaned]

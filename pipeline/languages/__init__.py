@@ -21,10 +21,6 @@ class UnknownLanguageError(ValueError):
     pass
 
 
-def _identity(lines: list[str]) -> list[str]:
-    return lines
-
-
 def _split_whitespace(line: str) -> list[str]:
     return line.split()
 
@@ -50,10 +46,8 @@ class Language:
     name: str
     lowercase: bool = False
     keep_joiners: bool = False
-    #: extra per-language normalization over a batch of cleaned lines
-    normalize_lines: Callable[[list[str]], list[str]] = _identity
-    #: or over a block of cleaned lines joined by newlines, for a normalizer that never reaches
-    #: across a newline: one call on the block instead of one per line
+    #: extra per-language normalization, given a block of cleaned lines joined by newlines (one call
+    #: instead of one per line); it must not reach across a newline
     normalize_block: Callable[[str], str] | None = None
     #: splits a normalized line into word tokens (marks still attached); whitespace by default
     tokenize: Callable[[str], list[str]] | None = None
@@ -78,8 +72,6 @@ class Language:
             return lines
         if self.normalize_block is not None:
             return _normalize_as_block(lines, self.normalize_block)
-        if self.normalize_lines is not _identity:
-            lines = pyarrow.array(self.normalize_lines(lines.to_pylist()), pyarrow.string())
         return lines
 
     def normalize_text(self, text: str) -> pyarrow.Array:

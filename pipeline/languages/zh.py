@@ -34,13 +34,10 @@ def _jieba(user_dict: str | None):
     return tokenizer
 
 
-def normalize_lines(lines: list[str]) -> list[str]:
-    out = []
-    for line in lines:
-        line = _STRAY_SPACE.sub("", line)
-        line = _ASCII_MARK_AFTER_HAN.sub(lambda m: _HALF_TO_FULL[m.group(1)], line)
-        out.append(line)
-    return out
+def normalize_block(text: str) -> str:
+    """Over a block of lines at once: neither rewrite can reach across a newline."""
+    text = _STRAY_SPACE.sub("", text)
+    return _ASCII_MARK_AFTER_HAN.sub(lambda m: _HALF_TO_FULL[m.group(1)], text)
 
 
 def tokenize(line: str) -> list[str]:
@@ -52,7 +49,7 @@ def tokenize(line: str) -> list[str]:
 LANGUAGE = Language(
     code="zh",
     name="Mandarin",
-    normalize_lines=normalize_lines,
+    normalize_block=normalize_block,
     tokenize=tokenize,
     scripts=("Han",),
 )
