@@ -2,7 +2,7 @@
 test2011 (reference) and test2011asr, beside Alam 2020 Table 3 (DistilBERT-base-uncased: overall F1
 72.7 on Ref, 61.8 on ASR, trained on 2.1 M words; here 0.3 M).  Not a CI test: minutes on a CPU.
 
-    python benchmarks/bench_train_minilm.py [--epochs 3] [--device auto]
+    python benchmarks/bench_train_minilm.py [--epochs 6] [--device auto]
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--head", default="linear")
     parser.add_argument("--max-steps", type=int, default=0)

@@ -37,6 +37,11 @@ def split_lines(text: str) -> pa.Array:
         text = text[:-1]
     if not text:
         return pa.array([], pa.string())
+    return split_exactly(text)
+
+
+def split_exactly(text: str) -> pa.Array:
+    """The pieces of ``text`` between newlines, every one (the inverse of :func:`join_lines`)."""
     return pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n")).cast(pa.string())
 
 
@@ -73,6 +78,8 @@ def _buffer_text(strings: pa.Array) -> str:
     return data.to_pybytes()[start:end].decode("utf-8") if data is not None else ""
 
 
-def clean_text(text: str, keep_joiners: bool = False) -> str:
-    """:func:`clean_lines` for one string (newlines preserved)."""
-    return "\n".join(clean_lines(pa.array(text.split("\n"), pa.string()), keep_joiners).to_pylist())
+def join_lines(lines: pa.Array) -> str:
+    """Lines without nulls joined by newlines: one Python string, built in Arrow."""
+    offsets = pa.array([0, len(lines)], pa.int32())
+    return pc.binary_join(pa.ListArray.from_arrays(offsets, lines.cast(pa.string())), "\n")[0].as_py() or ""
+

@@ -205,3 +205,19 @@ def test_mandarin_block_normalization_equals_line_by_line(shared):
     cleaned = clean_lines(pa.array(lines, pa.string())).to_pylist()
     assert get_language("zh").normalize(pa.array(lines, pa.string())).to_pylist() == \
         [normalize_block(line) for line in cleaned]
+
+
+def test_block_normalizer_is_called_once_per_batch():
+    """One call for all lines (the speed of Indic normalization depends on it); a normalizer that
+    breaks the line count is caught and replaced by one call per line."""
+    import pyarrow as pa
+
+    from pipeline.languages import Language
+
+    calls = []
+    once = Language(code="xx", name="test", normalize_block=lambda text: calls.append(text) or text.upper())
+    lines = pa.array(["ab", "", "c d", "é"], pa.string())
+    assert once.normalize(lines).to_pylist() == ["AB", "", "C D", "É"]
+    assert calls == ["ab\n\nc d\né"]
+    merging = Language(code="xx", name="test", normalize_block=lambda text: text.replace("\n", " "))
+    assert merging.normalize(lines).to_pylist() == ["ab", "", "c d", "é"]

@@ -14,7 +14,7 @@ from typing import Callable
 from ..lexicon import PunctuationTable, punctuation_table, word_set
 import pyarrow  # not "as pa": the Punjabi module pipeline.languages.pa would shadow it
 
-from ..normalize import clean_lines, split_lines
+from ..normalize import clean_lines, join_lines, split_exactly, split_lines
 
 
 class UnknownLanguageError(ValueError):
@@ -28,13 +28,8 @@ def _split_whitespace(line: str) -> list[str]:
 def _normalize_as_block(lines: pyarrow.Array, normalize: Callable[[str], str]) -> pyarrow.Array:
     """Lines joined and split back in Arrow (no Python string per line); a normalizer that changed
     the number of lines after all, or null lines, fall back to one call per line."""
-    import pyarrow.compute as pc
-
     if not lines.null_count:
-        lines = lines.cast(pyarrow.string())
-        block = pc.binary_join(pyarrow.ListArray.from_arrays(pyarrow.array([0, len(lines)], pyarrow.int32()), lines),
-                               "\n")[0].as_py()
-        out = pc.list_flatten(pc.split_pattern(pyarrow.array([normalize(block)], pyarrow.string()), "\n"))
+        out = split_exactly(normalize(join_lines(lines)))
         if len(out) == len(lines):
             return out
     return pyarrow.array([normalize(line) if line else line for line in lines.to_pylist()], pyarrow.string())
@@ -68,11 +63,9 @@ class Language:
     def normalize(self, lines: pyarrow.Array) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept."""
         lines = clean_lines(lines, self.keep_joiners)
-        if not len(lines):
+        if self.normalize_block is None or not len(lines):
             return lines
-        if self.normalize_block is not None:
-            return _normalize_as_block(lines, self.normalize_block)
-        return lines
+        return _normalize_as_block(lines, self.normalize_block)
 
     def normalize_text(self, text: str) -> pyarrow.Array:
         """Split a block of text into lines and normalize them."""
