@@ -233,17 +233,19 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
         longest = max(L for L in range(int(lengths.max()) + 1) if math.comb(L + radius, radius) <= MAX_VARIANTS)
         pending = pending[lengths[pending] <= longest]
         # variants only meet variants of the same length: one length at a time keeps memory bounded
-        pairs_a, pairs_b = [], []
-        for m in range(0, int(lengths.max()) + 1):
+        def pairs_meeting_at(m: int):
             qry = [_variant_hashes(padded, lengths, j, pending[lengths[pending] == m + j]) for j in range(radius + 1)]
             q_h = np.concatenate([h for h, _ in qry])
             if not len(q_h):
-                continue
+                return None
             idx = [_variant_hashes(padded, lengths, l, all_rows[lengths == m + l]) for l in range(radius + 1)]
-            a, b = _join(np.concatenate([h for h, _ in idx]), np.concatenate([r for _, r in idx]),
+            return _join(np.concatenate([h for h, _ in idx]), np.concatenate([r for _, r in idx]),
                          q_h, np.concatenate([r for _, r in qry]), n)
-            pairs_a.append(a)
-            pairs_b.append(b)
+
+        # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
+        with ThreadPoolExecutor(workers) as pool:
+            found = [ab for ab in pool.map(pairs_meeting_at, range(int(lengths.max()) + 1)) if ab is not None]
+        pairs_a, pairs_b = [a for a, _ in found], [b for _, b in found]
         key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
         a, b = key // n, key % n
         if len(a):

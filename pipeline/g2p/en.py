@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..executor import map_ordered
+from ..executor import map_ordered, resolve_workers
 from ..verbalize import cache_dir
 
 _LETTERS = re.compile(r"^[a-z][a-z']*$")
@@ -127,6 +127,12 @@ class BatchedPredictor:
                 break
         return [[self.phonemes[p] if p < len(self.phonemes) else "<unk>" for p in row] for row in out]
 
+    def _predict_single_threaded(self, words: list[str]) -> list[list[str]]:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self.predict_same_length(words)
+
     def predict(self, words: list[str], batch: int = 2048, workers: int = 1) -> list[list[str]]:
         """Phonemes of many words: batches of equal length, on ``workers`` processes (0: one per core)."""
         by_length: dict[int, list[int]] = {}
@@ -134,8 +140,11 @@ class BatchedPredictor:
             by_length.setdefault(len(w), []).append(i)
         batches = [rows[start : start + batch] for _, rows in sorted(by_length.items())
                    for start in range(0, len(rows), batch)]
-        outputs = map_ordered(self.predict_same_length, [[words[j] for j in part] for part in batches],
-                              workers if len(words) > 5000 else 1, chunks_per_worker=8)
+        workers = resolve_workers(workers) if len(words) > 5000 else 1
+        # one process per core, each with single-threaded BLAS: 1.5x faster than one process whose
+        # BLAS spreads over the cores, and 2x faster than both at once (oversubscribed)
+        step = self.predict_same_length if workers == 1 else self._predict_single_threaded
+        outputs = map_ordered(step, [[words[j] for j in part] for part in batches], workers, chunks_per_worker=8)
         result: list[list[str]] = [[] for _ in words]
         for part, phones in zip(batches, outputs):
             for i, p in zip(part, phones):
