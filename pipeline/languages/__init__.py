@@ -74,7 +74,8 @@ class Language:
     def normalize_words(self, words: list[str]) -> list[str]:
         """Normalize already tokenized words (one per entry), keeping their count."""
         out = self.normalize(pyarrow.array(words, pyarrow.string())).to_pylist()
-        return [w.strip() for w in out]
+        # a word stays one word: spaces a normalizer put inside it go (indic-nlp writes "—" as " - ")
+        return ["".join(w.split()) for w in out]
 
 
 @functools.lru_cache(maxsize=None)
