@@ -113,27 +113,16 @@ def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
     return pc.and_(has_letter, pc.invert(in_script)).to_numpy(zero_copy_only=False)
 
 
-_ASCII_WHITESPACE = np.zeros(256, dtype=bool)
-_ASCII_WHITESPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20]] = True
-
-
 def _whitespace_at_token_edges(tokens: pa.Array) -> bool:
-    """Does a token start or end with whitespace?  Normalized text has only ASCII spaces left, so the
-    first and last byte of each token, read from the buffers, decide; multi-byte spaces are checked
-    by a regex when any non-ASCII token is present."""
-    if len(tokens) == 0:
+    """Does a token hold whitespace?  A whitespace split's tokens hold none, so one pass over their
+    bytes decides: any byte <= 0x20 (ASCII whitespace, or a control character: a false alarm only
+    costs the exact split).  Normalized lines have only ASCII spaces left, so multi-byte spaces need
+    no check."""
+    if len(tokens) == 0 or tokens.buffers()[2] is None:
         return False
     offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int32)[tokens.offset : tokens.offset + len(tokens) + 1]
-    if tokens.buffers()[2] is None:
-        return False
-    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)
-    starts, ends = offsets[:-1], offsets[1:]
-    nonempty = ends > starts
-    if (_ASCII_WHITESPACE[data[starts[nonempty]]].any() or _ASCII_WHITESPACE[data[ends[nonempty] - 1]].any()):
-        return True
-    if data.max(initial=0) < 0x80:
-        return False
-    return bool(pc.any(pc.match_substring_regex(tokens, r"^[\p{Z}\x{85}]|[\p{Z}\x{85}]$")).as_py())
+    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return bool((data <= 0x20).any())
 
 
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
