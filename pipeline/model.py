@@ -179,9 +179,13 @@ class PunctuationModel(nn.Module):
 
 
 def build_model(params: dict, tokenizer=None) -> PunctuationModel:
-    """``params``: ``pretrained`` (name or folder) or ``config`` (dict for a tiny model from scratch), and ``head``."""
+    """``params``: ``pretrained`` (name or folder) or ``config`` (dict for a tiny model from scratch), and ``head``.
+
+    Seeded with ``params["seed"]``: the weights drawn here (a new head; a whole model from a
+    config) are the same every run."""
     from transformers import AutoConfig, AutoModel
 
+    torch.manual_seed(int(params.get("seed", 0)))
     if params.get("pretrained"):
         encoder = AutoModel.from_pretrained(pretrained_path(params["pretrained"]))
     else:
