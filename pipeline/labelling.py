@@ -139,9 +139,10 @@ def label_lines(lines, language: Language) -> Labelled:
     else:
         tokens_per_line = pc.utf8_split_whitespace(lines)
         if _whitespace_at_token_edges(pc.list_flatten(tokens_per_line)):
-            # pyarrow's utf8_split_whitespace has been seen to leave the space that ends a line on
-            # its last token, depending on the memory beyond the string data (a Bangla news line
-            # ending in "। "); the RE2 split is exact, slower, and only needed then
+            # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
+            # that byte (whatever memory holds) is >= 0x80, the string's final space stays on its
+            # last token (seen on Bangla news articles ending in "। "); the RE2 split is exact,
+            # slower, and only needed then
             tokens_per_line = pc.split_pattern_regex(lines, r"[\s\p{Z}\x{85}\x{0b}]+")
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)

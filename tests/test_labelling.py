@@ -87,27 +87,21 @@ def test_unknown_language():
         get_language("xx")
 
 
-def test_a_split_that_keeps_a_space_is_caught(monkeypatch):
-    """pyarrow's utf8_split_whitespace was seen to leave a line's final space on its last token
-    (flaky, memory-dependent): such a split is detected and redone exactly."""
+def test_a_split_that_keeps_a_space_is_caught():
+    """pyarrow 26's utf8_split_whitespace reads the byte after the last string of an array: when it
+    is >= 0x80 (whatever lies in memory there), the string's final space stays on its last token.
+    Here that byte is set on purpose; the labeller detects the leak and splits exactly."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline import labelling
-    from pipeline.languages import get_language
-
-    real_split = pc.utf8_split_whitespace
-
-    def leaky_split(lines):
-        split = real_split(lines).to_pylist()
-        return pa.array([tokens[:-2] + [tokens[-2] + " "] if len(tokens) > 1 and tokens[-1] == "" else tokens
-                         for tokens in split], pa.list_(pa.string()))
-
-    monkeypatch.setattr(labelling.pc, "utf8_split_whitespace", leaky_split)
-    bangla = get_language("bn")
-    labelled = labelling.label_lines(pa.array(["আমরা যাব। ", "তুমি কি আসবে? "]), bangla)
-    assert labelled.words.to_pylist() == [["আমরা", "যাব"], ["তুমি", "কি", "আসবে"]]
-    assert labelled.labels.to_pylist() == [["O", "PERIOD"], ["O", "O", "QUESTION"]]
+    line = "well, hello there. ".encode()
+    leaky = pa.StringArray.from_buffers(1, pa.py_buffer(np.array([0, len(line)], np.int32).tobytes()),
+                                        pa.py_buffer(line + b"\x80"))
+    leaked = "there. " in pc.list_flatten(pc.utf8_split_whitespace(leaky)).to_pylist()  # True with pyarrow 26.0.1
+    labelled = label_lines(leaky, get_language("en"))
+    assert labelled.words.to_pylist() == [["well", "hello", "there"]], leaked
+    assert labelled.labels.to_pylist() == [["COMMA", "O", "PERIOD"]]
 
 
 def test_no_word_holds_whitespace_in_real_bangla(shared):
