@@ -57,12 +57,17 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     # most text has no zero-width or odd space at all, and much is NFC already: one decoding of
     # the array's character buffer answers both questions
     text = _buffer_text(subset)
+    nfc = unicodedata.is_normalized("NFC", text)
     if _ANY_PY_RE[keep_joiners].search(text):
-        subset = pc.replace_substring_regex(subset, _DELETE_RE[keep_joiners], "")
-        subset = pc.replace_substring_regex(subset, _SPACES_RE, " ")
-        text = _buffer_text(subset)
+        # the few lines that hold such characters are rewritten, not the whole column
+        dirty = pc.match_substring_regex(subset, _DELETE_RE[keep_joiners][:-1] + _SPACES_RE[1:])
+        fixed = pc.replace_substring_regex(subset.filter(dirty), _DELETE_RE[keep_joiners], "")
+        fixed = pc.replace_substring_regex(fixed, _SPACES_RE, " ")
+        subset = pc.replace_with_mask(subset, dirty, fixed)
+        # the other lines' NFC status is known; a deletion may bring marks together
+        nfc = nfc and unicodedata.is_normalized("NFC", _buffer_text(fixed))
         changed = True
-    if not unicodedata.is_normalized("NFC", text):
+    if not nfc:
         subset = pc.utf8_normalize(subset, form="NFC")
         changed = True
     return pc.replace_with_mask(lines, non_ascii, subset) if changed else lines

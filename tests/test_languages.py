@@ -221,3 +221,27 @@ def test_block_normalizer_is_called_once_per_batch():
     assert calls == ["ab\n\nc d\né"]
     merging = Language(code="xx", name="test", normalize_block=lambda text: text.replace("\n", " "))
     assert merging.normalize(lines).to_pylist() == ["ab", "", "c d", "é"]
+
+
+def test_clean_lines_equals_a_plain_python_reference(shared):
+    """Only some lines are rewritten and NFC is decided from one buffer: the result must be what a
+    line-by-line Python clean-up gives, including a deletion that brings a mark to its letter."""
+    import re
+    import unicodedata
+
+    import pyarrow as pa
+
+    from pipeline.normalize import DELETE, JOINERS, SPACES, clean_lines
+
+    lines = ["plain ascii", "e\u200b\u0301 composes once the space goes", "caf\u00e9\u00a0au\u2009lait",
+             "\ufeffbom", "soft\u00adhyphen", "\u0915\u094d\u200d\u0937 joiner", "", "\u3000ideographic",
+             "Amélie déjà", "e\u0301 not NFC"]
+    lines += (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").split("\n")[:300]
+    for keep in (False, True):
+        deleted = DELETE if keep else DELETE + JOINERS
+        expected = [unicodedata.normalize("NFC", re.sub(f"[{re.escape(SPACES)}]", " ",
+                                                         re.sub(f"[{re.escape(deleted)}]", "", line)))
+                    for line in lines]
+        assert clean_lines(pa.array(lines, pa.string()), keep_joiners=keep).to_pylist() == expected
+    nfc_only = ["Amélie déjà", "plain"]  # NFC and clean: returned as is
+    assert clean_lines(pa.array(nfc_only, pa.string())).to_pylist() == nfc_only
