@@ -173,3 +173,17 @@ def test_align_and_sequences_stages_with_an_engine(talks, tmp_path):
     assert (out / "sharded/sequences.parquet").is_dir()
     assert pq.read_table(out / "sharded/sequences.parquet").to_pylist() == \
         pq.read_table(out / "plain/sequences.parquet").to_pylist()
+
+
+def test_row_shards_over_many_row_groups(talks, tmp_path):
+    """A file of many row groups: each shard reads only the groups that hold its rows, and the
+    shards together give back every row once, in order."""
+    import pyarrow.parquet as pq
+
+    folder, ref, hyp = talks
+    pq.write_table(hyp, tmp_path / "hyp.parquet", row_group_size=97)
+    assert pq.ParquetFile(tmp_path / "hyp.parquet").metadata.num_row_groups > 10
+    shards = row_shards(tmp_path / "hyp.parquet", 250)
+    tables = [read_row_shard(s) for s in shards]
+    assert concat(tables).to_pylist() == hyp.to_pylist()
+    assert all(a.stop == b.start for a, b in zip(shards, shards[1:]))
