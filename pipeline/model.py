@@ -178,6 +178,18 @@ class PunctuationModel(nn.Module):
                 {"params": head, "lr": head_lr, "weight_decay": 0.0}]
 
 
+#: how a tokenizer was loaded (offline or not, from which cache), not what it is: transformers
+#: writes these into tokenizer_config.json, which made outputs depend on HF_HUB_OFFLINE
+_LOADING_KWARGS = ("local_files_only", "cache_dir", "token", "use_auth_token", "revision", "force_download", "proxies")
+
+
+def save_tokenizer(tokenizer, folder) -> None:
+    """``tokenizer.save_pretrained`` without the loading options, so the files depend only on the tokenizer."""
+    for key in _LOADING_KWARGS:
+        tokenizer.init_kwargs.pop(key, None)
+    tokenizer.save_pretrained(str(folder))
+
+
 def build_model(params: dict, tokenizer=None) -> PunctuationModel:
     """``params``: ``pretrained`` (name or folder) or ``config`` (dict for a tiny model from scratch), and ``head``.
 
@@ -206,7 +218,7 @@ def save_checkpoint(model: PunctuationModel, tokenizer, params: dict, out: str |
     model.encoder.save_pretrained(out / "encoder")
     head = {k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}
     torch.save(head, out / "head.pt")
-    tokenizer.save_pretrained(str(out / "tokenizer"))
+    save_tokenizer(tokenizer, out / "tokenizer")
     (out / "punctuation.json").write_text(json.dumps(
         {"labels": list(LABELS), "head": model.head_name, "params": params}, indent=2) + "\n")
 

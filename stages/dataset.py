@@ -120,7 +120,9 @@ def step_sequences(entry: dict, name: str, data_dir: Path) -> None:
                                bool(seq.get("lowercase", False)))
     options = dict(max_len=int(seq.get("max_len", 256)), mode=seq.get("mode", "chunk"),
                    stride=int(seq.get("stride", 0)), slot_filling=bool(seq.get("slot_filling", False)))
-    tokenizer.save_pretrained(str(out / "tokenizer"))
+    from pipeline.model import save_tokenizer
+
+    save_tokenizer(tokenizer, out / "tokenizer")
     if seq.get("engine"):  # sharded, streaming: sequences.parquet is a directory of part files
         from pipeline.engine import sequences_sharded
 

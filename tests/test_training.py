@@ -162,3 +162,21 @@ def test_crf_matches_brute_force():
     tags = torch.tensor([[2, 0, 1, 0]])
     expected = torch.logsumexp(scores, 0) - score([2, 0, 1])
     assert torch.allclose(crf.nll(emissions, tags, mask), expected, atol=1e-5)
+
+
+def test_saved_tokenizer_does_not_depend_on_offline_mode(sample, tmp_path, monkeypatch):
+    """A checkpoint's tokenizer files are the same with and without HF_HUB_OFFLINE (transformers
+    records local_files_only in tokenizer_config.json otherwise)."""
+    from transformers import AutoTokenizer
+
+    from pipeline.model import save_tokenizer
+
+    table, tokenizer = sample
+    save_tokenizer(tokenizer, tmp_path / "source")
+    outputs = []
+    for offline in ("1", "0"):
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+        loaded = AutoTokenizer.from_pretrained(str(tmp_path / "source"), local_files_only=offline == "1")
+        save_tokenizer(loaded, tmp_path / offline)
+        outputs.append((tmp_path / offline / "tokenizer_config.json").read_text())
+    assert outputs[0] == outputs[1] and "local_files_only" not in outputs[0]
