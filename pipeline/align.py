@@ -446,8 +446,8 @@ def align_tables(
             "merged": marks["merged"],
             "dropped": dropped,
         },
-        "labels_before": _label_counts(ref),
-        "labels_after": _label_counts(out),
+        "labels_before": label_counts(ref),
+        "labels_after": label_counts(out),
         "warnings": warnings,
         "ignored_hypothesis_labels": hyp_marks,
         "per_document": per_document,
@@ -510,7 +510,8 @@ def merge_reports(reports: list[dict], labels_before: dict[str, int], max_wer: f
     }
 
 
-def _label_counts(table: pa.Table) -> dict[str, int]:
+def label_counts(table: pa.Table | pa.RecordBatch) -> dict[str, int]:
+    """Words per label (every label present, 0 when absent)."""
     counts = dict.fromkeys(LABELS, 0)
     if table.num_rows:
         for row in pc.value_counts(pc.list_flatten(table["labels"])).to_pylist():

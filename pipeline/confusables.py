@@ -135,21 +135,17 @@ def _brute_force(strings, lengths, rows, bounds, k, workers):
     max_length = int(lengths.max())
     index = np.full((len(rows), k), -1, dtype=np.int64)
     distance = np.full((len(rows), k), -1, dtype=np.int64)
-    unbounded = bounds >= max_length
-    probe = np.flatnonzero(unbounded) if PROBE < max_length else np.zeros(0, np.int64)
+    rest = np.ones(len(rows), dtype=bool)  # rows still to be searched
+    probe = np.flatnonzero(bounds >= max_length) if PROBE < max_length else np.zeros(0, np.int64)
     if len(probe):
         i, d = _window_top_k(strings, lengths, rows[probe], np.full(len(probe), PROBE), k, workers, select=True)
         kth = d[:, k - 1]
         exact = (kth >= 0) & (kth <= PROBE)
         index[probe[exact]], distance[probe[exact]] = i[exact], d[exact]
+        rest[probe[exact]] = False
         bounds = bounds.copy()
         bounds[probe[~exact]] = np.where(kth[~exact] >= 0, kth[~exact], max_length)
-        unbounded = bounds >= max_length
-        unbounded[probe[exact]] = False
-        rest = np.ones(len(rows), dtype=bool)
-        rest[probe[exact]] = False
-    else:
-        rest = np.ones(len(rows), dtype=bool)
+    unbounded = bounds >= max_length
     for select in (False, True):
         part = np.flatnonzero(rest & (unbounded == select))
         if len(part):

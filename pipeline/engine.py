@@ -217,21 +217,6 @@ class RowShard:
     stop: int
 
 
-def parquet_files(path: str | os.PathLike) -> list[str]:
-    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
-    from .io import InputError
-
-    path = Path(path)
-    if path.is_dir():
-        parts = sorted(str(p) for p in path.glob("part-*.parquet"))
-        if not parts:
-            raise InputError(f"{path}: a directory without part-*.parquet shards")
-        return parts
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    return [str(path)]
-
-
 def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
     """Shards of about ``rows_per_shard`` segments, each cut where a document ends.
 
@@ -240,13 +225,13 @@ def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
     part file into the next is an error, since a step sees whole documents."""
     import pyarrow.parquet as pq
 
-    from .io import InputError
+    from .io import InputError, parquet_files
 
     if rows_per_shard < 1:
         raise ValueError("rows_per_shard must be at least 1")
     shards: list[RowShard] = []
     previous_last: tuple[str, str] | None = None
-    for file in parquet_files(path):
+    for file in map(str, parquet_files(path)):
         try:
             reader = pq.ParquetFile(file)
         except (OSError, pa.ArrowInvalid) as exc:
@@ -272,7 +257,7 @@ def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
     return shards
 
 
-def read_row_shard(shard: RowShard, columns: list[str] | None = None) -> pa.Table:
+def read_row_shard(shard: RowShard) -> pa.Table:
     """The shard's rows, reading only the row groups that hold them."""
     import pyarrow.parquet as pq
 
@@ -285,19 +270,14 @@ def read_row_shard(shard: RowShard, columns: list[str] | None = None) -> pa.Tabl
             first_row = row if first_row is None else first_row
         row += n
     if not groups:
-        return reader.schema_arrow.empty_table().select(columns) if columns else reader.schema_arrow.empty_table()
-    table = reader.read_row_groups(groups, columns=columns)
-    return table.slice(shard.start - first_row, shard.stop - shard.start)
+        return reader.schema_arrow.empty_table()
+    return reader.read_row_groups(groups).slice(shard.start - first_row, shard.stop - shard.start)
 
 
 def _segments_of(shard: RowShard) -> pa.Table:
-    from .io import InputError
-    from .schema import conform
+    from .io import conform_segments
 
-    try:
-        return conform(read_row_shard(shard))
-    except (KeyError, pa.ArrowInvalid, ValueError) as exc:
-        raise InputError(f"{shard.path}: not a segment table ({exc})") from None
+    return conform_segments(read_row_shard(shard), shard.path)
 
 
 class AlignStep:
@@ -313,20 +293,15 @@ class AlignStep:
         import pyarrow.parquet as pq
 
         from .align import align_tables
-        from .schema import conform
+        from .io import conform_segments
         from .verbalize import verbalizer_or_none
 
-        hyp = _segments_of(shard)
+        hyp = _segments_of(shard)  # a shard holds at least one row
         doc_ids = pa.compute.unique(hyp["doc_id"]).to_pylist()
-        ref = conform(pq.read_table(self.ref_path, filters=[("doc_id", "in", doc_ids)])) if doc_ids else None
-        lang = self.lang or (hyp["lang"][0].as_py() if hyp.num_rows else None)
-        verbalizer = verbalizer_or_none(lang) if lang else None
-        if ref is None:
-            from .schema import SEGMENT_SCHEMA
-
-            ref = SEGMENT_SCHEMA.empty_table()
-        return align_tables(ref, hyp, policy=self.policy, verbalizer=verbalizer, max_wer=float("inf"), force=True,
-                            corpus=self.corpus, pair_by="id", workers=1)
+        ref = conform_segments(pq.read_table(self.ref_path, filters=[("doc_id", "in", doc_ids)]), self.ref_path)
+        lang = self.lang or hyp["lang"][0].as_py()
+        return align_tables(ref, hyp, policy=self.policy, verbalizer=verbalizer_or_none(lang), max_wer=float("inf"),
+                            force=True, corpus=self.corpus, pair_by="id", workers=1)
 
 
 def count_labels(path: str | os.PathLike) -> dict[str, int]:
@@ -334,13 +309,14 @@ def count_labels(path: str | os.PathLike) -> dict[str, int]:
     import pyarrow.parquet as pq
     from collections import Counter
 
+    from .align import label_counts
+    from .io import parquet_files
     from .labels import LABELS
 
     counts: Counter = Counter()
     for file in parquet_files(path):
         for batch in pq.ParquetFile(file).iter_batches(columns=["labels"], batch_size=65_536):
-            for row in pa.compute.value_counts(pa.compute.list_flatten(batch.column(0))).to_pylist():
-                counts[row["values"]] += int(row["counts"])
+            counts.update(label_counts(batch))
     return {label: int(counts[label]) for label in LABELS}
 
 

@@ -67,21 +67,37 @@ def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp, **PARQUET_OPTIONS)
 
 
-def read_segments(path: str | os.PathLike) -> pa.Table:
-    """A segment Parquet file, or a directory of shards (part-*.parquet, read in name order)."""
-    if Path(path).is_dir():
-        parts = sorted(Path(path).glob("part-*.parquet"))
+def parquet_files(path: str | os.PathLike) -> list[Path]:
+    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
+    path = Path(path)
+    if path.is_dir():
+        parts = sorted(path.glob("part-*.parquet"))
         if not parts:
             raise InputError(f"{path}: a directory without part-*.parquet shards")
-        return pa.concat_tables([read_segments(p) for p in parts])
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+        return parts
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    return [path]
+
+
+def conform_segments(table: pa.Table, path: str | os.PathLike) -> pa.Table:
+    """``table`` (read from ``path``) in the segment schema, or InputError naming the file."""
     try:
         return conform(table)
     except (KeyError, pa.ArrowInvalid, ValueError) as exc:
         raise InputError(f"{path}: not a segment table ({exc})") from None
+
+
+def read_segments(path: str | os.PathLike) -> pa.Table:
+    """A segment Parquet file, or a directory of shards (part-*.parquet, read in name order)."""
+    files = parquet_files(path)
+    if Path(path).is_dir():
+        return pa.concat_tables([read_segments(p) for p in files])
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    return conform_segments(table, path)
 
 
 def write_json(obj, path: str | os.PathLike) -> None:

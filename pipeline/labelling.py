@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from .labels import LABELS, LABEL_TO_ID, RENDERED_MARK
 from .languages import Language
+from .normalize import value_offsets
 
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
@@ -72,7 +73,7 @@ def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> 
     The marks after a word are a few bytes; gathering them with numpy avoids a
     regex over every marked token.
     """
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    offsets = value_offsets(strings)
     data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
     starts = offsets[rows] + prefix_bytes
     lengths = offsets[rows + 1] - starts
@@ -83,7 +84,7 @@ def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> 
 
 
 def _list_offsets(lists: pa.ListArray) -> np.ndarray:
-    offsets = np.frombuffer(lists.buffers()[1], dtype=np.int32)[lists.offset : lists.offset + len(lists) + 1]
+    offsets = value_offsets(lists)
     return offsets - offsets[0]
 
 
@@ -113,14 +114,14 @@ def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
     return pc.and_(has_letter, pc.invert(in_script)).to_numpy(zero_copy_only=False)
 
 
-def _whitespace_at_token_edges(tokens: pa.Array) -> bool:
+def _tokens_hold_whitespace(tokens: pa.Array) -> bool:
     """Does a token hold whitespace?  A whitespace split's tokens hold none, so one pass over their
     bytes decides: any byte <= 0x20 (ASCII whitespace, or a control character: a false alarm only
     costs the exact split).  Normalized lines have only ASCII spaces left, so multi-byte spaces need
     no check."""
     if len(tokens) == 0 or tokens.buffers()[2] is None:
         return False
-    offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int32)[tokens.offset : tokens.offset + len(tokens) + 1]
+    offsets = value_offsets(tokens)
     data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
     return bool((data <= 0x20).any())
 
@@ -138,7 +139,7 @@ def label_lines(lines, language: Language) -> Labelled:
         tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
     else:
         tokens_per_line = pc.utf8_split_whitespace(lines)
-        if _whitespace_at_token_edges(pc.list_flatten(tokens_per_line)):
+        if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
             # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
             # that byte (whatever memory holds) is >= 0x80, the string's final space stays on its
             # last token (seen on Bangla news articles ending in "। "); the RE2 split is exact,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,6 +27,7 @@ def _class(chars: str) -> str:
 
 _DELETE_RE = {False: _class(DELETE + JOINERS), True: _class(DELETE)}
 _SPACES_RE = _class(SPACES)
+_ANY_RE = {False: _class(DELETE + JOINERS + SPACES), True: _class(DELETE + SPACES)}
 #: the same classes for Python's re, which scans a whole decoded buffer at once
 _ANY_PY_RE = {keep: re.compile("[" + re.escape((DELETE if keep else DELETE + JOINERS) + SPACES) + "]")
               for keep in (False, True)}
@@ -60,7 +62,7 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     nfc = unicodedata.is_normalized("NFC", text)
     if _ANY_PY_RE[keep_joiners].search(text):
         # the few lines that hold such characters are rewritten, not the whole column
-        dirty = pc.match_substring_regex(subset, _DELETE_RE[keep_joiners][:-1] + _SPACES_RE[1:])
+        dirty = pc.match_substring_regex(subset, _ANY_RE[keep_joiners])
         fixed = pc.replace_substring_regex(subset.filter(dirty), _DELETE_RE[keep_joiners], "")
         fixed = pc.replace_substring_regex(fixed, _SPACES_RE, " ")
         subset = pc.replace_with_mask(subset, dirty, fixed)
@@ -73,14 +75,16 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     return pc.replace_with_mask(lines, non_ascii, subset) if changed else lines
 
 
+def value_offsets(array: pa.Array) -> np.ndarray:
+    """The offsets of a string or list array's values, read from its buffer (no copy)."""
+    return np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
+
+
 def _buffer_text(strings: pa.Array) -> str:
     """All the strings of the array, concatenated, as one Python string (no object per string)."""
-    import numpy as np
-
-    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
-    start, end = int(offsets[0]), int(offsets[-1])
+    offsets = value_offsets(strings)
     data = strings.buffers()[2]
-    return data.to_pybytes()[start:end].decode("utf-8") if data is not None else ""
+    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])].decode("utf-8") if data is not None else ""
 
 
 def join_lines(lines: pa.Array) -> str:
