@@ -5,8 +5,9 @@ handled by whitespace splitting), so English text passes almost for free.
 """
 from __future__ import annotations
 
-import re
+import functools
 import unicodedata
+from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +29,70 @@ def _class(chars: str) -> str:
 _DELETE_RE = {False: _class(DELETE + JOINERS), True: _class(DELETE)}
 _SPACES_RE = _class(SPACES)
 _ANY_RE = {False: _class(DELETE + JOINERS + SPACES), True: _class(DELETE + SPACES)}
-#: the same classes for Python's re, which scans a whole decoded buffer at once
-_ANY_PY_RE = {keep: re.compile("[" + re.escape((DELETE if keep else DELETE + JOINERS) + SPACES) + "]")
-              for keep in (False, True)}
+
+
+def _ranges(code_points) -> str:
+    """An RE2 character class of code points, consecutive ones as ranges."""
+    points = sorted(code_points)
+    parts, start = [], 0
+    for i in range(1, len(points) + 1):
+        if i == len(points) or points[i] != points[i - 1] + 1:
+            first, last = points[start], points[i - 1]
+            parts.append(f"\\x{{{first:x}}}" + (f"-\\x{{{last:x}}}" if last > first else ""))
+            start = i
+    return "[" + "".join(parts) + "]"
+
+
+@functools.lru_cache(maxsize=None)
+def nfc_suspects() -> str:
+    """An RE2 pattern that matches every string that is not NFC (and a few that are).
+
+    UAX #15's quick check, as a pattern: a character that NFC never keeps (NFC_QC=No); a
+    character that may compose with what precedes it (NFC_QC=Maybe) after something it can
+    compose with; two combining marks in a row (they may be out of canonical order).  A vowel
+    sign that composes (Bengali ``া`` after ``ে``) only counts right after its partner, and a
+    combining mark that composes (Devanagari nukta) only after its partner or a character whose
+    decomposition ends in a mark: so the common signs of Indic text do not make every line
+    suspect.  Built from Python's Unicode database, once per process (0.2 s)."""
+    never, firsts, decomposable, combining = [], defaultdict(set), [], set()
+    for cp in range(0x30000):
+        if 0x3400 <= cp < 0xA000 or 0xAC00 <= cp < 0xD7A4 or 0x20000 <= cp < 0x2F800:
+            continue  # ideographs and Hangul syllables: no canonical mapping, class 0 (Hangul: below)
+        char = chr(cp)
+        if unicodedata.combining(char):
+            combining.add(cp)
+        mapping = unicodedata.decomposition(char)
+        if not mapping or mapping.startswith("<"):
+            continue
+        if unicodedata.combining(unicodedata.normalize("NFD", char)[-1]):
+            decomposable.append(cp)  # ends in a mark: a composing mark after it may reorder
+        if unicodedata.normalize("NFC", char) != char:
+            never.append(cp)
+        elif len(mapping.split()) == 2:
+            first, second = (int(part, 16) for part in mapping.split())
+            firsts[second].add(first)
+    # conjoining Hangul vowels and trailing consonants compose with what precedes them
+    hangul = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    marks = _ranges(combining)
+    alternatives = [_ranges(set(never) | hangul)]
+    composing_marks, partners_of_marks = set(), set(decomposable)
+    for second, partners in sorted(firsts.items()):
+        if second in combining:
+            composing_marks.add(second)
+            partners_of_marks |= partners
+        else:
+            alternatives.append(f"{_ranges(partners)}\\x{{{second:x}}}")
+    # (a composing mark that follows its partner across other marks is caught by the next line)
+    alternatives.append(_ranges(partners_of_marks) + _ranges(composing_marks))
+    # canonical order: two combining marks in a row (exact would be "a higher class first"; the
+    # pair is rare outside vocalized Hebrew and Arabic, and a class-by-class pattern is 20x larger)
+    alternatives.append(marks + marks)
+    return "|".join(alternatives)
+
+
+@functools.lru_cache(maxsize=None)
+def _needs_work(keep_joiners: bool) -> str:
+    return _ANY_RE[keep_joiners] + "|" + nfc_suspects()
 
 
 def split_lines(text: str) -> pa.Array:
@@ -55,36 +117,19 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     if not pc.any(non_ascii).as_py():
         return lines
     subset = lines.filter(non_ascii)
-    changed = False
-    # most text has no zero-width or odd space at all, and much is NFC already: one decoding of
-    # the array's character buffer answers both questions
-    text = _buffer_text(subset)
-    nfc = unicodedata.is_normalized("NFC", text)
-    if _ANY_PY_RE[keep_joiners].search(text):
-        # the few lines that hold such characters are rewritten, not the whole column
-        dirty = pc.match_substring_regex(subset, _ANY_RE[keep_joiners])
-        fixed = pc.replace_substring_regex(subset.filter(dirty), _DELETE_RE[keep_joiners], "")
-        fixed = pc.replace_substring_regex(fixed, _SPACES_RE, " ")
-        subset = pc.replace_with_mask(subset, dirty, fixed)
-        # the other lines' NFC status is known; a deletion may bring marks together
-        nfc = nfc and unicodedata.is_normalized("NFC", _buffer_text(fixed))
-        changed = True
-    if not nfc:
-        subset = pc.utf8_normalize(subset, form="NFC")
-        changed = True
-    return pc.replace_with_mask(lines, non_ascii, subset) if changed else lines
+    # one RE2 pass finds the few lines with something to delete or replace, or that may not be
+    # NFC; only those are rewritten (NFC of a whole Indic column costs more than its normalizer)
+    suspect = pc.match_substring_regex(subset, _needs_work(keep_joiners))
+    if not pc.any(suspect).as_py():
+        return lines
+    fixed = pc.replace_substring_regex(subset.filter(suspect), _DELETE_RE[keep_joiners], "")
+    fixed = pc.utf8_normalize(pc.replace_substring_regex(fixed, _SPACES_RE, " "), form="NFC")
+    return pc.replace_with_mask(lines, non_ascii, pc.replace_with_mask(subset, suspect, fixed))
 
 
 def value_offsets(array: pa.Array) -> np.ndarray:
     """The offsets of a string or list array's values, read from its buffer (no copy)."""
     return np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
-
-
-def _buffer_text(strings: pa.Array) -> str:
-    """All the strings of the array, concatenated, as one Python string (no object per string)."""
-    offsets = value_offsets(strings)
-    data = strings.buffers()[2]
-    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])].decode("utf-8") if data is not None else ""
 
 
 def join_lines(lines: pa.Array) -> str:

@@ -207,6 +207,48 @@ def test_mandarin_block_normalization_equals_line_by_line(shared):
         [normalize_block(line) for line in cleaned]
 
 
+def test_mandarin_segmentation_agrees_with_python_jieba(shared):
+    """jieba-rs (the pipeline's segmenter) against the Python jieba package on the real IWSLT and
+    FLORES zh text: the same words on every line but those where jieba-rs keeps a Latin or digit
+    run joined by '.' or '-' whole (E.coli, Michaels-Ober, 802.11n, 1894-1895), which Python jieba
+    cuts around a '.' or '-' that the labeller would then read as a mark."""
+    import logging
+    import re
+
+    import jieba
+
+    from pipeline.languages.zh import segmenter
+
+    jieba.setLogLevel(logging.WARNING)
+    python_jieba = jieba.Tokenizer()
+    rust_jieba = segmenter(None)
+    names = ("iwslt2010_dev_zh.txt", "iwslt2011_test_zh.txt", "iwslt2012_test_zh.txt", "flores_zho_Hans.devtest")
+    lines = [line for name in names for line in (shared / "iwslt_zh" / name).read_text(encoding="utf-8").split("\n")]
+    differing = 0
+    for line in lines:
+        ours, reference = rust_jieba.cut(line, True), python_jieba.lcut(line, HMM=True)
+        if ours != reference:
+            differing += 1
+            assert "".join(ours) == "".join(reference) == line
+            only_ours, only_reference = set(ours) - set(reference), set(reference) - set(ours)
+            assert only_ours and all(re.fullmatch(r"[A-Za-z0-9]+([.-][A-Za-z0-9]+)+", w) for w in only_ours), line
+            assert all(re.fullmatch(r"[A-Za-z0-9.-]+", w) for w in only_reference), line
+    assert len(lines) > 5000 and 0 < differing <= 30  # 21 of 5,104 lines
+
+
+def test_mandarin_user_dictionary_format(tmp_path):
+    from pipeline.languages.zh import read_user_dictionary, segmenter
+
+    path = tmp_path / "user.txt"
+    path.write_text("\ufeff云计算 5\n\n创新办 3 i\n台中\n", encoding="utf-8")
+    assert read_user_dictionary(str(path)) == [("云计算", 5, None), ("创新办", 3, "i"), ("台中", None, None)]
+    assert "创新办" in segmenter(str(path)).cut("李小福是创新办主任", True)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match="bad.txt: cannot read the jieba user dictionary"):
+        read_user_dictionary(str(bad))
+
+
 def test_block_normalizer_is_called_once_per_batch():
     """One call for all lines (the speed of Indic normalization depends on it); a normalizer that
     breaks the line count is caught and replaced by one call per line."""
@@ -245,3 +287,37 @@ def test_clean_lines_equals_a_plain_python_reference(shared):
         assert clean_lines(pa.array(lines, pa.string()), keep_joiners=keep).to_pylist() == expected
     nfc_only = ["Amélie déjà", "plain"]  # NFC and clean: returned as is
     assert clean_lines(pa.array(nfc_only, pa.string())).to_pylist() == nfc_only
+
+
+def test_nfc_suspects_catch_every_string_that_nfc_changes(shared):
+    """clean_lines only normalizes lines the pattern flags: it must flag every string NFC would
+    change (all pairs over the Indic blocks plus Latin and Hangul cases, triples of each Indic
+    block's signs and their partners, every line of the real Indic corpora), and few others."""
+    import unicodedata
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.normalize import nfc_suspects
+
+    def missed_and_flagged(strings):
+        flagged = pc.match_substring_regex(pa.array(strings, pa.string()), nfc_suspects()).to_pylist()
+        missed = [s for s, f in zip(strings, flagged) if not f and unicodedata.normalize("NFC", s) != s]
+        return missed, sum(flagged)
+
+    chars = [chr(c) for c in range(0x0900, 0x0E00)] + list("aeoun\u00e9\u00ea\u00fc\u01d8\u0301\u0302\u0308\u0323\u0327\u0338=")
+    chars += ["\u1100", "\u1161", "\u11a8", "\uac00", "\uac01", "\u200d", "\u200c"]
+    assert missed_and_flagged([a + b for a in chars for b in chars])[0] == []
+    for block in range(0x0900, 0x0E00, 0x80):
+        decompositions = [unicodedata.decomposition(chr(c)).split() for c in range(block, block + 0x80)]
+        parts = {int(p, 16) for d in decompositions for p in d}
+        pool = [chr(c) for c in range(block, block + 0x80)
+                if c in parts or unicodedata.category(chr(c)) in ("Mn", "Mc") or unicodedata.decomposition(chr(c))]
+        pool.append("\u200d")
+        assert missed_and_flagged([a + b + c for a in pool for b in pool for c in pool])[0] == [], hex(block)
+    for path in sorted((shared / "indic/flores").glob("*.devtest")):
+        lines = path.read_text(encoding="utf-8").split("\n")
+        missed, flagged = missed_and_flagged(lines)
+        needed = sum(unicodedata.normalize("NFC", line) != line for line in lines)
+        assert missed == [], path.name
+        assert flagged <= needed + 0.1 * len(lines), (path.name, flagged, needed)  # the point: few extra
