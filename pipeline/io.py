@@ -15,7 +15,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import PARQUET_OPTIONS, conform
+from .schema import PARQUET_OPTIONS, conform, statistics_columns
 
 BOM = b"\xef\xbb\xbf"
 
@@ -64,7 +64,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, **PARQUET_OPTIONS)
+        pq.write_table(table, tmp, write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
 
 
 def parquet_files(path: str | os.PathLike) -> list[Path]:

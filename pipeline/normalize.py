@@ -132,6 +132,17 @@ def value_offsets(array: pa.Array) -> np.ndarray:
     return np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
 
 
+def non_ascii_rows(strings: pa.Array) -> np.ndarray:
+    """Indices of the strings with a non-ASCII byte, found in the character buffer (string_is_ascii
+    goes string by string: 10x slower on millions of words)."""
+    offsets = value_offsets(strings)
+    if strings.buffers()[2] is None or offsets[-1] == offsets[0]:
+        return np.zeros(0, dtype=np.int64)
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    positions = np.flatnonzero(data >= 0x80)
+    return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
+
+
 def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -36,8 +37,14 @@ SEGMENT_SCHEMA = pa.schema(
 #: Parquet options shared by every writer, so outputs are byte-identical.  Row groups of 64k rows
 #: (about a million words) let sharded stages read a slice of a big file, or filter it, without
 #: loading the whole file
-PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=True, write_statistics=True,
-                       row_group_size=65_536)
+PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=True, row_group_size=65_536)
+
+
+def statistics_columns(schema: pa.Schema) -> list[str]:
+    """Columns whose min/max statistics the Parquet files keep: the flat ones (doc_id serves
+    filtered reads).  Min/max of the words in a list column serve nothing and cost a fifth of
+    the write."""
+    return [f.name for f in schema if not pa.types.is_nested(f.type)]
 
 
 class SchemaError(ValueError):
@@ -56,13 +63,13 @@ def segments_table(
     """Build a segment table from columns (lists or Arrow arrays)."""
     n = len(doc_ids)
     columns = [
-        pa.array([corpus] * n, pa.string()) if n else pa.array([], pa.string()),
-        pa.array([lang] * n, pa.string()) if n else pa.array([], pa.string()),
+        _constant(corpus, n),
+        _constant(lang, n),
         _as(doc_ids, pa.string()),
         _as(seg_ids, pa.int32()),
         _as(words, pa.list_(pa.string())),
         _as(labels, pa.list_(pa.string())),
-        _as(split if split is not None else [None] * n, pa.string()),
+        _as(split, pa.string()) if split is not None else pa.nulls(n, pa.string()),
     ]
     table = pa.Table.from_arrays(columns, schema=SEGMENT_SCHEMA)
     validate(table)
@@ -71,6 +78,10 @@ def segments_table(
 
 def empty_segments() -> pa.Table:
     return SEGMENT_SCHEMA.empty_table()
+
+
+def _constant(value: str, n: int) -> pa.Array:
+    return pa.array([value], pa.string()).take(np.zeros(n, dtype=np.int32))
 
 
 def _as(values, type_):

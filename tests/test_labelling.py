@@ -120,3 +120,34 @@ def test_no_word_holds_whitespace_in_real_bangla(shared):
         words = pc.list_flatten(table["words"])
         assert len(words) > 50_000
         assert not pc.any(pc.match_substring_regex(words, r"\s")).as_py()
+
+
+def test_fast_paths_equal_the_plain_kernels():
+    """The labeller's shortcuts (ASCII split and lowering, openers trimmed only where a token can
+    start with one) give what the general Arrow kernels give, on few and on many such tokens."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.labelling import _has_unicode_space, _lower, _strip_openers
+    from pipeline.normalize import non_ascii_rows
+
+    openers = "".join(sorted(get_language("en").punctuation.openers))
+    words = ["plain", "“quoted", "(paren", "Émile", "ÉCOLE", "’tis", "", "«guillemets", "İstanbul", "x"]
+    for tokens in (words, words * 3000, ["none", "at", "all"], []):
+        array = pa.array(tokens, pa.string())
+        assert _strip_openers(array, openers).to_pylist() == pc.utf8_ltrim(array, characters=openers).to_pylist()
+        assert _lower(array).to_pylist() == pc.utf8_lower(array).to_pylist()
+        assert non_ascii_rows(array).tolist() == [i for i, t in enumerate(tokens) if not t.isascii()]
+    sliced = pa.array(words, pa.string()).slice(3, 4)  # offsets that do not start at 0
+    assert non_ascii_rows(sliced).tolist() == [0, 1, 2]
+    assert _lower(sliced).to_pylist() == ["émile", "école", "’tis", ""]
+    assert not _has_unicode_space(pa.array(["a b\tc", "é f"]))
+    assert _has_unicode_space(pa.array(["a b", "é\u00a0f"])) and _has_unicode_space(pa.array(["\u3000"]))
+
+
+def test_every_whitespace_of_the_utf8_split_separates_words():
+    """Lines that were not normalized: a no-break space, an ideographic space or an ASCII
+    separator (0x1c-0x1f) still separates words, as in Arrow's UTF-8 split."""
+    out = label_lines(["a\u00a0b, c\x1cd.", "e\u3000f?", "g\x1fh"], get_language("en"))
+    assert out.words.to_pylist() == [["a", "b", "c", "d"], ["e", "f"], ["g", "h"]]
+    assert out.labels.to_pylist() == [["O", "COMMA", "O", "PERIOD"], ["O", "QUESTION"], ["O", "O"]]
