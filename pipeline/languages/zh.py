@@ -2,7 +2,7 @@
 punctuation, stray spaces between Chinese characters removed, Latin words kept.
 
 Segmentation runs on jieba-rs (the ``rjieba`` binding): jieba's algorithm and dictionary
-compiled, about 12x the speed of the Python package. It agrees with Python jieba on
+compiled, 10-15x the speed of the Python package. It agrees with Python jieba on
 all but a few real lines, where it keeps a dotted Latin name whole (``E.coli``,
 ``GoogleArtProject.com``) instead of cutting out a ``.`` that the labeller would read as
 a sentence end; tests/test_languages.py compares the two on the IWSLT zh text.
