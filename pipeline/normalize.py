@@ -122,8 +122,12 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
     suspect = pc.match_substring_regex(subset, _needs_work(keep_joiners))
     if not pc.any(suspect).as_py():
         return lines
-    fixed = pc.replace_substring_regex(subset.filter(suspect), _DELETE_RE[keep_joiners], "")
-    fixed = pc.utf8_normalize(pc.replace_substring_regex(fixed, _SPACES_RE, " "), form="NFC")
+    fixed = subset.filter(suspect)
+    dirty = pc.match_substring_regex(fixed, _ANY_RE[keep_joiners])
+    if pc.any(dirty).as_py():  # most suspects are only not NFC: a match is cheaper than two rewrites
+        cleaned = pc.replace_substring_regex(fixed.filter(dirty), _DELETE_RE[keep_joiners], "")
+        fixed = pc.replace_with_mask(fixed, dirty, pc.replace_substring_regex(cleaned, _SPACES_RE, " "))
+    fixed = pc.utf8_normalize(fixed, form="NFC")
     return pc.replace_with_mask(lines, non_ascii, pc.replace_with_mask(subset, suspect, fixed))
 
 

@@ -2,10 +2,11 @@
 punctuation, stray spaces between Chinese characters removed, Latin words kept.
 
 Segmentation runs on jieba-rs (the ``rjieba`` binding): jieba's algorithm and dictionary
-compiled, 10-15x the speed of the Python package. It agrees with Python jieba on
-all but a few real lines, where it keeps a dotted Latin name whole (``E.coli``,
-``GoogleArtProject.com``) instead of cutting out a ``.`` that the labeller would read as
-a sentence end; tests/test_languages.py compares the two on the IWSLT zh text.
+compiled, 10-15x the speed of the Python package. It gives Python jieba's words on all
+but a few real lines, where it keeps a Latin or digit run joined by ``.`` or ``-`` whole
+(``E.coli``, ``Michaels-Ober``, ``1894-1895``) instead of cutting out a mark that the
+labeller would read as a sentence end or a comma; tests/test_languages.py compares the two
+on the IWSLT and FLORES zh text.
 
 A user dictionary in jieba's format (``word [freq] [tag]`` per line) can be given with
 the environment variable ``PUNCT_JIEBA_USER_DICT``.
