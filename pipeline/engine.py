@@ -223,19 +223,14 @@ def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
     A streaming scan of the ``doc_id`` column only.  A document's rows must be
     contiguous (every reader writes them so); a document that runs over from one
     part file into the next is an error, since a step sees whole documents."""
-    import pyarrow.parquet as pq
-
-    from .io import InputError, parquet_files
+    from .io import InputError, open_parquet, parquet_files
 
     if rows_per_shard < 1:
         raise ValueError("rows_per_shard must be at least 1")
     shards: list[RowShard] = []
     previous_last: tuple[str, str] | None = None
     for file in map(str, parquet_files(path)):
-        try:
-            reader = pq.ParquetFile(file)
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise InputError(f"{file}: not a readable Parquet file ({exc})") from None
+        reader = open_parquet(file)
         if "doc_id" not in reader.schema_arrow.names:
             raise InputError(f"{file}: not a segment table (no doc_id column)")
         start, row, last = 0, 0, None
@@ -259,9 +254,9 @@ def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
 
 def read_row_shard(shard: RowShard) -> pa.Table:
     """The shard's rows, reading only the row groups that hold them."""
-    import pyarrow.parquet as pq
+    from .io import open_parquet
 
-    reader = pq.ParquetFile(shard.path)
+    reader = open_parquet(shard.path)
     groups, first_row, row = [], None, 0
     for g in range(reader.metadata.num_row_groups):
         n = reader.metadata.row_group(g).num_rows

@@ -67,17 +67,29 @@ def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
         pq.write_table(table, tmp, write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
 
 
-def parquet_files(path: str | os.PathLike) -> list[Path]:
-    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
+def input_files(path: str | os.PathLike, pattern: str = "*") -> list[Path]:
+    """A file, or the regular files of a directory matching ``pattern``, sorted by name (hidden ones skipped)."""
     path = Path(path)
     if path.is_dir():
-        parts = sorted(path.glob("part-*.parquet"))
-        if not parts:
-            raise InputError(f"{path}: a directory without part-*.parquet shards")
-        return parts
+        files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise InputError(f"{path}: directory has no input files matching {pattern!r}")
+        return files
     if not path.exists():
-        raise InputError(f"{path}: no such file")
+        raise InputError(f"{path}: input does not exist")
     return [path]
+
+
+def parquet_files(path: str | os.PathLike) -> list[Path]:
+    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
+    return input_files(path, "part-*.parquet")
+
+
+def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
 def conform_segments(table: pa.Table, path: str | os.PathLike) -> pa.Table:
@@ -90,14 +102,8 @@ def conform_segments(table: pa.Table, path: str | os.PathLike) -> pa.Table:
 
 def read_segments(path: str | os.PathLike) -> pa.Table:
     """A segment Parquet file, or a directory of shards (part-*.parquet, read in name order)."""
-    files = parquet_files(path)
-    if Path(path).is_dir():
-        return pa.concat_tables([read_segments(p) for p in files])
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    return conform_segments(table, path)
+    tables = [conform_segments(open_parquet(file).read(), file) for file in parquet_files(path)]
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def write_json(obj, path: str | os.PathLike) -> None:

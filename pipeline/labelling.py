@@ -17,7 +17,6 @@ few tokens that carry marks), so it runs at millions of words per second.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -27,14 +26,15 @@ import pyarrow.compute as pc
 
 from .labels import LABELS, LABEL_TO_ID, RENDERED_MARK
 from .languages import Language
-from .normalize import non_ascii_rows, value_offsets
+from .normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
 
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
 _INITIALISM = r"^(\pL\.)+\pL$|^\p{Lu}$"
-# what utf8_split_whitespace splits at: ASCII whitespace, the separators 0x1c-0x1f, Unicode spaces
-_UNICODE_SPACE = r"[\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+# what utf8_split_whitespace splits at: ASCII whitespace, the separators 0x1c-0x1f, and the
+# Unicode spaces, which are exactly those that normalization makes ASCII spaces
+_UNICODE_SPACE = char_class(SPACES)
 _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
 
 
@@ -50,10 +50,6 @@ class Labelled:
         return len(self.words)
 
 
-def _re_class(chars) -> str:
-    return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
-
-
 def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
     """Put a space after non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).
 
@@ -66,7 +62,7 @@ def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
     non_ascii = pc.invert(pc.string_is_ascii(lines))
     if not pc.any(non_ascii).as_py():
         return lines
-    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + _re_class(chars) + ")", "\\1 ")
+    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + char_class("".join(chars)) + ")", "\\1 ")
     return pc.replace_with_mask(lines, non_ascii, spaced)
 
 
@@ -77,7 +73,7 @@ def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> 
     regex over every marked token.
     """
     offsets = value_offsets(strings)
-    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)
+    data = value_data(strings)
     starts = offsets[rows] + prefix_bytes
     lengths = offsets[rows + 1] - starts
     out_offsets = np.zeros(len(rows) + 1, dtype=np.int32)
@@ -122,20 +118,19 @@ def _tokens_hold_whitespace(tokens: pa.Array) -> bool:
     bytes decides: any byte <= 0x20 (ASCII whitespace, or a control character: a false alarm only
     costs the exact split).  Normalized lines have only ASCII spaces left, so multi-byte spaces need
     no check."""
-    if len(tokens) == 0 or tokens.buffers()[2] is None:
+    if len(tokens) == 0:
         return False
     offsets = value_offsets(tokens)
-    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    return bool((data <= 0x20).any())
+    return bool((value_data(tokens)[offsets[0] : offsets[-1]] <= 0x20).any())
 
 
 def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
     """utf8_ltrim of the opening quotes and brackets, run only on the tokens whose first byte can
     begin one (most text has few: trimming every token costs more than finding them)."""
     offsets = value_offsets(tokens)
-    if tokens.buffers()[2] is None or offsets[-1] == offsets[0]:
+    if offsets[-1] == offsets[0]:
         return tokens
-    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8)
+    data = value_data(tokens)
     can_open = np.zeros(256, dtype=bool)
     can_open[[c.encode()[0] for c in openers]] = True
     nonempty = offsets[1:] > offsets[:-1]

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import yaml
 
+from pipeline import io
+
 
 def load_params(path: str | Path, *keys: str):
     """The section ``keys`` of a params file, with a clear error if it is missing."""
@@ -18,13 +20,8 @@ def load_params(path: str | Path, *keys: str):
 
 
 def input_files(path: str | Path, pattern: str = "*") -> list[Path]:
-    """A file, or the regular files of a directory matching ``pattern``, sorted by name (hidden ones skipped)."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
-        if not files:
-            raise SystemExit(f"error: {path}: directory has no input files matching {pattern!r}")
-        return files
-    if not path.exists():
-        raise SystemExit(f"error: {path}: input does not exist")
-    return [path]
+    """A file, or the regular files of a directory matching ``pattern`` (``pipeline.io.input_files``)."""
+    try:
+        return io.input_files(path, pattern)
+    except io.InputError as exc:
+        raise SystemExit(f"error: {exc}") from None
