@@ -16,9 +16,13 @@ def _sharded(args, reader, lang, files, engine, options) -> int:
     if reader != "text":
         print(f"error: corpus {args.corpus}: engine runs the text reader, not {reader!r}", file=sys.stderr)
         return 2
-    report = ingest_text_sharded(files, lang, args.corpus, f"{args.out_dir}/segments/{args.corpus}.parquet", engine,
-                                 int(options.get("workers", 0)), int(options.get("shard_lines", 100_000)),
-                                 options.get("quoting", "none"))
+    try:
+        report = ingest_text_sharded(files, lang, args.corpus, f"{args.out_dir}/segments/{args.corpus}.parquet",
+                                     engine, int(options.get("workers", 0)), int(options.get("shard_lines", 100_000)),
+                                     options.get("quoting", "none"))
+    except (io.InputError, ValueError) as exc:
+        print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
+        return 2
     io.write_json({**report, "reader": reader}, f"{args.out_dir}/stats/{args.corpus}.json")
     print(f"ingest {args.corpus}: {report['shards']} shards on {engine}, {report['words']} words", file=sys.stderr)
     return 0

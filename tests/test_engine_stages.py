@@ -187,3 +187,20 @@ def test_row_shards_over_many_row_groups(talks, tmp_path):
     tables = [read_row_shard(s) for s in shards]
     assert concat(tables).to_pylist() == hyp.to_pylist()
     assert all(a.stop == b.start for a, b in zip(shards, shards[1:]))
+
+
+def test_ingest_stage_with_an_engine_reports_bad_input(tmp_path, capsys):
+    """A sharded ingest that meets invalid UTF-8 ends with the stage's error line naming the file,
+    and leaves no output."""
+    import yaml
+
+    from stages import ingest
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("one line.\n".encode() + b"caf\xe9 au lait.\n")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"corpora": {"bad": {"reader": "text", "lang": "en", "input": str(bad),
+                                                          "engine": "local", "workers": 1}}}))
+    assert ingest.main(["bad", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 2
+    assert "bad.txt" in capsys.readouterr().err
+    assert not (tmp_path / "data" / "segments" / "bad.parquet").exists()
