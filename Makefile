@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make test` leaves out the tests marked slow (a few minutes); CI runs them too: `make test SLOW=1`
+SLOW ?=
+PYTEST_MARKS := $(if $(SLOW),,-m "not slow")
 
 # DVC runs each stage's `python -m stages...` through the shell: the venv's python must come first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -14,14 +17,17 @@ export HF_DATASETS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: repro repro-real test bench setup clean
+.PHONY: repro repro-real test lint dvc-yaml bench setup clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt
+# the pinned set, then the project itself (editable: the console command `punct-corpora`, the
+# reader plugins and the lexicons package resolve to this checkout)
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 repro: $(STAMP)
@@ -31,7 +37,11 @@ repro-real: $(STAMP)
 	$(BIN)/dvc repro real/dvc.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_MARKS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

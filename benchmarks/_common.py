@@ -1,4 +1,5 @@
 """Shared helpers for benchmarks: locating the real corpora, timing, peak memory."""
+
 from __future__ import annotations
 
 import resource

@@ -7,15 +7,15 @@ grammar), write the output Parquet and report.  Baseline: a pure-Python
 dynamic-programming word aligner (Levenshtein table + backtrace) on one document,
 scaled to the same number of words.
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
 import time
 
-from _common import peak_rss_mb, require_shared
-
 import pyarrow as pa
+from _common import peak_rss_mb, require_shared
 
 from corpora import get_reader
 from pipeline import io
@@ -30,8 +30,11 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "0"))  # 0: one process per core
 def repeat_as_documents(table: pa.Table, times: int) -> pa.Table:
     parts = []
     for k in range(times):
-        parts.append(table.set_column(table.schema.get_field_index("doc_id"), "doc_id",
-                                      pa.array([f"talk{k:04d}"] * table.num_rows)))
+        parts.append(
+            table.set_column(
+                table.schema.get_field_index("doc_id"), "doc_id", pa.array([f"talk{k:04d}"] * table.num_rows)
+            )
+        )
     return pa.concat_tables(parts).combine_chunks()
 
 
@@ -92,8 +95,14 @@ def main() -> None:
     base = (time.perf_counter() - start) * n_words / len(hyp_words)
 
     print(f"input: test2011/test2011asr x{times} documents = {n_words:,} hypothesis words")
-    print(f"pipeline : {fast:7.2f} s  {n_words / fast / 1e6:6.3f} M words/s  (read + align + write, {resolve_workers(WORKERS)} worker processes; WER {report['wer']['wer']})")
-    print(f"baseline : {base:7.2f} s  {n_words / base / 1e6:6.3f} M words/s  (pure-Python DP on 2,000-word slices, scaled)")
+    print(
+        f"pipeline : {fast:7.2f} s  {n_words / fast / 1e6:6.3f} M words/s  (read + align + write, "
+        f"{resolve_workers(WORKERS)} worker processes; WER {report['wer']['wer']})"
+    )
+    print(
+        f"baseline : {base:7.2f} s  {n_words / base / 1e6:6.3f} M words/s"
+        "  (pure-Python DP on 2,000-word slices, scaled)"
+    )
     print(f"ratio    : {base / fast:.1f}x   peak RSS {peak_rss_mb():.0f} MB   (target >= 1 M words/s)")
 
 

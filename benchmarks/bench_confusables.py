@@ -5,6 +5,7 @@ cores), timed on a slice of query rows in the same run and scaled to every row
 (its cost is linear in the rows).  Each measurement runs in its own process so
 its peak memory is its own.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,13 @@ def cmudict_run() -> dict:
     start = time.perf_counter()
     process.cdist(rows, strings, scorer=Levenshtein.distance, dtype="uint8", workers=-1)
     brute = (time.perf_counter() - start) * len(strings) / len(rows)
-    return {"words": len(words), "seconds": ours, "brute_force_seconds": brute, "peak_rss_mb": peak_rss_mb(),
-            "stats": dict(neighbours.stats)}
+    return {
+        "words": len(words),
+        "seconds": ours,
+        "brute_force_seconds": brute,
+        "peak_rss_mb": peak_rss_mb(),
+        "stats": dict(neighbours.stats),
+    }
 
 
 def web2_run() -> dict:
@@ -44,9 +50,14 @@ def web2_run() -> dict:
     words = (require_shared() / "lexicons" / "web2.txt").read_text().split()
     start = time.perf_counter()
     g2p = get_g2p("en")
-    table, report = build_confusables(words, g2p, k=3)
-    return {"words": report["words"], "vocabulary": report["vocabulary"], "seconds": time.perf_counter() - start,
-            "peak_rss_mb": peak_rss_mb(), "skipped": report["skipped"]}
+    _table, report = build_confusables(words, g2p, k=3)
+    return {
+        "words": report["words"],
+        "vocabulary": report["vocabulary"],
+        "seconds": time.perf_counter() - start,
+        "peak_rss_mb": peak_rss_mb(),
+        "skipped": report["skipped"],
+    }
 
 
 def main() -> None:
@@ -59,12 +70,19 @@ def main() -> None:
         out = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, cwd=ROOT, check=True)
         results[name] = json.loads(out.stdout.strip().splitlines()[-1])
     c, w = results["cmudict"], results["web2"]
-    print(f"CMUdict {c['words']:,} words, top-3: {c['seconds']:.1f} s (target <= 20 s), peak RSS {c['peak_rss_mb']:.0f} MB")
-    print(f"  rapidfuzz cdist brute force (same run, scaled from a slice): {c['brute_force_seconds']:.1f} s;"
-          f" ratio {c['brute_force_seconds'] / c['seconds']:.1f}x (target >= 5x)")
+    print(
+        f"CMUdict {c['words']:,} words, top-3: {c['seconds']:.1f} s (target <= 20 s),"
+        f" peak RSS {c['peak_rss_mb']:.0f} MB"
+    )
+    print(
+        f"  rapidfuzz cdist brute force (same run, scaled from a slice): {c['brute_force_seconds']:.1f} s;"
+        f" ratio {c['brute_force_seconds'] / c['seconds']:.1f}x (target >= 5x)"
+    )
     print(f"  search stages: {c['stats']}")
-    print(f"web2 {w['vocabulary']:,} words ({w['words']:,} converted), g2p + top-3: {w['seconds']:.1f} s"
-          f" (target <= 90 s), peak RSS {w['peak_rss_mb']:.0f} MB (target <= 4096 MB); skipped {w['skipped']}")
+    print(
+        f"web2 {w['vocabulary']:,} words ({w['words']:,} converted), g2p + top-3: {w['seconds']:.1f} s"
+        f" (target <= 90 s), peak RSS {w['peak_rss_mb']:.0f} MB (target <= 4096 MB); skipped {w['skipped']}"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ for the local engine with 1 and 2 workers and for Dask with 2 workers (same run)
 and peak RSS (largest process, driver or worker) at 1x, 3x and 10x the size:
 memory is bounded by the shard size, so it should stay flat.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,15 @@ from pathlib import Path
 from _common import ROOT, require_shared
 
 FILES = {
-    "indic/flores/hin_Deva.devtest": "hi", "indic/flores/ben_Beng.devtest": "bn", "indic/flores/tam_Taml.devtest": "ta",
-    "indic/flores/tel_Telu.devtest": "te", "indic/flores/mar_Deva.devtest": "mr", "indic/ntrex/newstest2019-ref.hin.txt": "hi",
-    "indic/tico19/tico19-test.ben": "bn", "malay_news/flores_zsm_Latn.devtest": "ms", "iwslt_zh/flores_zho_Hans.devtest": "zh",
+    "indic/flores/hin_Deva.devtest": "hi",
+    "indic/flores/ben_Beng.devtest": "bn",
+    "indic/flores/tam_Taml.devtest": "ta",
+    "indic/flores/tel_Telu.devtest": "te",
+    "indic/flores/mar_Deva.devtest": "mr",
+    "indic/ntrex/newstest2019-ref.hin.txt": "hi",
+    "indic/tico19/tico19-test.ben": "bn",
+    "malay_news/flores_zsm_Latn.devtest": "ms",
+    "iwslt_zh/flores_zho_Hans.devtest": "zh",
 }
 
 
@@ -47,10 +54,19 @@ def run(args) -> dict:
         langs = build(Path(tmp), repeat)
         shards = line_shards(sorted(langs), 5_000)  # smaller than a file at 1x: every size has full shards
         start = time.perf_counter()
-        results = run_sharded(IngestTextStep(langs, "bench", "csv"), shards, Path(tmp) / "out", engine=engine, workers=workers)
+        results = run_sharded(
+            IngestTextStep(langs, "bench", "csv"), shards, Path(tmp) / "out", engine=engine, workers=workers
+        )
         seconds = time.perf_counter() - start
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return {"words": sum(r["words"] for r in results), "seconds": seconds, "peak_rss_mb": peak / 1024, "shards": len(shards)}
+    peak = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    )
+    return {
+        "words": sum(r["words"] for r in results),
+        "seconds": seconds,
+        "peak_rss_mb": peak / 1024,
+        "shards": len(shards),
+    }
 
 
 def main() -> None:
@@ -59,24 +75,35 @@ def main() -> None:
         return
 
     def measure(repeat, engine, workers):
-        out = subprocess.run([sys.executable, __file__, str(repeat), engine, str(workers)], capture_output=True,
-                             text=True, cwd=ROOT, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, str(repeat), engine, str(workers)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=True,
+        )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     big = 60  # repeats: about 10 M words
     rows = {}
     for engine, workers in (("local", 1), ("local", 2), ("dask", 2)):
         rows[(engine, workers)] = r = measure(big, engine, workers)
-        print(f"{engine:5s} x{workers}: {r['words']:,} words in {r['seconds']:.1f} s = {r['words'] / r['seconds'] / 1e6:.2f} M words/s"
-              f", peak RSS {r['peak_rss_mb']:.0f} MB")
+        print(
+            f"{engine:5s} x{workers}: {r['words']:,} words in {r['seconds']:.1f} s"
+            f" = {r['words'] / r['seconds'] / 1e6:.2f} M words/s"
+            f", peak RSS {r['peak_rss_mb']:.0f} MB"
+        )
     base = rows[("local", 1)]
     for key, r in rows.items():
         print(f"  speed-up {key[0]} x{key[1]} vs local x1: {base['seconds'] / r['seconds']:.2f}")
     peaks = {}
     for factor in (1, 3, 10):
         peaks[factor] = measure(big * factor // 10, "local", 2)["peak_rss_mb"]
-    print("peak RSS at 1x/3x/10x (local, 2 workers): " + ", ".join(f"{f}x {p:.0f} MB" for f, p in peaks.items())
-          + f"; spread {100 * (max(peaks.values()) / min(peaks.values()) - 1):.0f} % (target within 20 %)")
+    print(
+        "peak RSS at 1x/3x/10x (local, 2 workers): "
+        + ", ".join(f"{f}x {p:.0f} MB" for f, p in peaks.items())
+        + f"; spread {100 * (max(peaks.values()) / min(peaks.values()) - 1):.0f} % (target within 20 %)"
+    )
 
 
 if __name__ == "__main__":

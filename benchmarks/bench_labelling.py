@@ -6,6 +6,7 @@ repeated until it holds at least 5 M words.  Pipeline: English normalization
 baseline labels the same lines with a per-word Python regex loop and writes the
 same Parquet.  Prints words/s per core for both and the ratio.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,10 +14,9 @@ import re
 import tempfile
 import time
 
-from _common import require_shared
-
 import numpy as np
 import pyarrow as pa
+from _common import require_shared
 
 from corpora import get_reader
 from pipeline import io
@@ -92,13 +92,20 @@ def main() -> None:
             base.append((time.perf_counter() - start) * (len(lines) * repeat) / len(sample))
 
     cold, steady, base_steady = fast[0], min(fast[1:]), min(base[1:])
-    print(f"pipeline : first run {cold:5.2f} s  {n_words / cold / 1e6:5.2f} M words/s;"
-          f"  steady {steady:5.2f} s  {n_words / steady / 1e6:5.2f} M words/s  ({produced:,} words out)")
-    print(f"baseline : first run {base[0]:5.2f} s  {n_words / base[0] / 1e6:5.2f} M words/s;"
-          f"  steady {base_steady:5.2f} s  {n_words / base_steady / 1e6:5.2f} M words/s"
-          "  (plain-Python regex labeller, scaled from a fifth)")
-    print(f"ratio    : {base_steady / steady:.1f}x steady, {base[0] / cold:.1f}x first run"
-          "  (target: >= 5 M words/s per core end to end)")
+    print(
+        f"pipeline : first run {cold:5.2f} s  {n_words / cold / 1e6:5.2f} M words/s;"
+        f"  steady {steady:5.2f} s  {n_words / steady / 1e6:5.2f} M words/s  ({produced:,} words out)"
+    )
+    print(
+        f"baseline : first run {base[0]:5.2f} s  {n_words / base[0] / 1e6:5.2f} M words/s;"
+        f"  steady {base_steady:5.2f} s  {n_words / base_steady / 1e6:5.2f} M words/s"
+        "  (plain-Python regex labeller, scaled from a fifth)"
+    )
+    print(
+        f"ratio    : {base_steady / steady:.1f}x steady, {base[0] / cold:.1f}x first run"
+        "  (target: >= 5 M words/s per core end to end)"
+    )
+
 
 if __name__ == "__main__":
     main()

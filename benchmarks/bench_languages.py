@@ -7,13 +7,13 @@
    labelling, characters per second on one core (target >= 0.6 M chars/s); the Python
    jieba package alone, and jieba-rs alone, timed in the same run as baselines.
 """
+
 from __future__ import annotations
 
 import time
 
-from _common import require_shared
-
 import pyarrow as pa
+from _common import require_shared
 
 
 def best_of(fn, repeat=3):
@@ -37,14 +37,21 @@ def main() -> None:
         lines = text.split("\n") * 20
         language = get_language(code)
         bare = IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
-        t_bare = best_of(lambda: [bare.normalize(line) for line in lines], repeat=9)
-        t_ours = best_of(lambda: language.normalize(pa.array(lines, pa.string())), repeat=9)
-        print(f"{code}: {len(lines):,} lines  bare indic-nlp {t_bare:.3f} s  pipeline {t_ours:.3f} s"
-              f"  overhead {100 * (t_ours / t_bare - 1):+.1f} % (target <= +30 %)")
+        t_bare = best_of(lambda bare=bare, lines=lines: [bare.normalize(line) for line in lines], repeat=9)
+        t_ours = best_of(lambda language=language, lines=lines: language.normalize(pa.array(lines)), repeat=9)
+        print(
+            f"{code}: {len(lines):,} lines  bare indic-nlp {t_bare:.3f} s  pipeline {t_ours:.3f} s"
+            f"  overhead {100 * (t_ours / t_bare - 1):+.1f} % (target <= +30 %)"
+        )
 
     zh = get_language("zh")
-    text = "\n".join((shared / "iwslt_zh" / f).read_text(encoding="utf-8")
-                     for f in ("iwslt2010_dev_zh.txt", "iwslt2011_test_zh.txt", "iwslt2012_test_zh.txt")) * 3
+    text = (
+        "\n".join(
+            (shared / "iwslt_zh" / f).read_text(encoding="utf-8")
+            for f in ("iwslt2010_dev_zh.txt", "iwslt2011_test_zh.txt", "iwslt2012_test_zh.txt")
+        )
+        * 3
+    )
     chars = len(text)
     zh.tokenize("预热")  # load jieba's dictionary outside the timing
     t_pipeline = best_of(lambda: label_lines(zh.normalize_text(text), zh), repeat=2)
@@ -61,9 +68,12 @@ def main() -> None:
     t_jieba = best_of(lambda: [python_jieba.lcut(line) for line in lines], repeat=2)
     rust_jieba = segmenter(None)
     t_rust = best_of(lambda: [rust_jieba.cut(line, True) for line in lines], repeat=2)
-    print(f"zh: {chars:,} characters  pipeline {chars / t_pipeline / 1e6:.2f} M chars/s (target >= 0.6)"
-          f"  segmentation alone: jieba-rs {chars / t_rust / 1e6:.2f}, Python jieba {chars / t_jieba / 1e6:.2f}"
-          f" M chars/s  pipeline / Python jieba {t_jieba / t_pipeline:.2f}x")
+    print(
+        f"zh: {chars:,} characters  pipeline {chars / t_pipeline / 1e6:.2f} M chars/s (target >= 0.6)"
+        f"  segmentation alone: jieba-rs {chars / t_rust / 1e6:.2f}, Python jieba {chars / t_jieba / 1e6:.2f}"
+        f" M chars/s  pipeline / Python jieba {t_jieba / t_pipeline:.2f}x"
+    )
+
 
 if __name__ == "__main__":
     main()

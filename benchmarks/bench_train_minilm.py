@@ -4,15 +4,15 @@ test2011 (reference) and test2011asr, beside Alam 2020 Table 3 (DistilBERT-base-
 
     python benchmarks/bench_train_minilm.py [--epochs 6] [--device auto]
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import time
 
-from _common import require_shared
-
 import pyarrow as pa
+from _common import require_shared
 
 
 def main() -> None:
@@ -36,8 +36,18 @@ def main() -> None:
 
     train_table, ref, asr = read("dev2012"), read("test2011"), read("test2011asr")
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))
-    params = {"pretrained": "packaged:minilm", "head": args.head, "epochs": args.epochs, "batch_size": 16,
-              "encoder_lr": 1e-4, "head_lr": 1e-3, "warmup": 0.1, "max_len": 256, "seed": 1, "device": args.device}
+    params = {
+        "pretrained": "packaged:minilm",
+        "head": args.head,
+        "epochs": args.epochs,
+        "batch_size": 16,
+        "encoder_lr": 1e-4,
+        "head_lr": 1e-3,
+        "warmup": 0.1,
+        "max_len": 256,
+        "seed": 1,
+        "device": args.device,
+    }
     if args.max_steps:
         params["max_steps"] = args.max_steps
     model = build_model(params, tokenizer)
@@ -50,14 +60,23 @@ def main() -> None:
     for name, table in (("test2011", ref), ("test2011asr", asr)):
         sequences, _ = build_sequences(table, tokenizer, max_len=256)
         results[name] = evaluate(model, sequences, tokenizer.pad_token_id, device)["overall"]
-    print(f"device {device}; {len(history['steps'])} steps, {train_seconds:.0f} s training, "
-          f"{tokens * len(history['epochs']) / train_seconds:.0f} training tokens/s")
+    print(
+        f"device {device}; {len(history['steps'])} steps, {train_seconds:.0f} s training, "
+        f"{tokens * len(history['epochs']) / train_seconds:.0f} training tokens/s"
+    )
     for name, r in results.items():
-        per = "  ".join(f"{k} P {v['precision']:.3f} R {v['recall']:.3f} F1 {v['f1']:.3f}"
-                        for k, v in r["per_class"].items() if k != "O")
-        print(f"{name}: {per}  | overall P {r['overall']['precision']:.3f} R {r['overall']['recall']:.3f} "
-              f"F1 {r['overall']['f1']:.3f}  SER {r['ser']:.3f}")
-    print("Alam 2020 Table 3, DistilBERT-base-uncased: overall F1 72.7 (Ref), 61.8 (ASR); target here: >= 60 on test2011")
+        per = "  ".join(
+            f"{k} P {v['precision']:.3f} R {v['recall']:.3f} F1 {v['f1']:.3f}"
+            for k, v in r["per_class"].items()
+            if k != "O"
+        )
+        print(
+            f"{name}: {per}  | overall P {r['overall']['precision']:.3f} R {r['overall']['recall']:.3f} "
+            f"F1 {r['overall']['f1']:.3f}  SER {r['ser']:.3f}"
+        )
+    print(
+        "Alam 2020 Table 3, DistilBERT-base-uncased: overall F1 72.7 (Ref), 61.8 (ASR); target here: >= 60 on test2011"
+    )
     print(json.dumps({k: {"f1": v["overall"]["f1"], "ser": v["ser"]} for k, v in results.items()}))
 
 

@@ -3,12 +3,13 @@
 ``prepare`` returns a :class:`Prepared`: the canonical segment table
 (:data:`pipeline.schema.SEGMENT_SCHEMA`) and counts of what was read and dropped.
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
-from .base import Prepared  # noqa: F401
+from .base import Prepared
 
 #: reader name (as used on the command line and in params.yaml) -> module
 READERS: dict[str, str] = {

@@ -1,10 +1,11 @@
 """What every reader returns, and helpers the readers share."""
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pyarrow as pa

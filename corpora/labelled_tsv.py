@@ -6,6 +6,7 @@ counts of the file are reproduced exactly: a word that normalization empties (th
 IWSLT and Bangla sets have a few zero-width "words") stays, as an empty word, and
 is counted under ``empty_words``.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -42,9 +43,7 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
         label = label.strip()
         label_id = LABEL_TO_ID.get(label)
         if label_id is None:
-            raise InputError(
-                f"{path}:{lineno}: unknown label {label[:30]!r} (expected O, COMMA, PERIOD or QUESTION)"
-            )
+            raise InputError(f"{path}:{lineno}: unknown label {label[:30]!r} (expected O, COMMA, PERIOD or QUESTION)")
         words.append(word)
         labels.append(label)
         if label_id in SENTENCE_END_IDS:

@@ -13,6 +13,7 @@ What is dropped is counted with its reason:
 * paragraphs and sentences repeated inside one article (scraped pages repeat them);
 * articles with ``min_sentences`` or fewer sentences (Rao 2022 keeps "more than two").
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from pipeline.io import InputError, read_text
 from pipeline.labelling import label_lines
-from pipeline.labels import SENTENCE_END_IDS, LABEL_TO_ID
+from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
 from pipeline.languages import get_language
 from pipeline.lexicon import LEXICON_DIR, read_tsv_rows
 from pipeline.schema import segments_table
@@ -49,8 +50,11 @@ def boilerplate_patterns(lang: str) -> list[re.Pattern]:
     path = LEXICON_DIR / lang / "boilerplate.txt"
     if not path.exists():
         return []
-    return [re.compile(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")]
+    return [
+        re.compile(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
 
 def load_articles(path) -> list:
@@ -81,7 +85,7 @@ def prepare(
 ) -> Prepared:
     language = get_language(lang)
     fields = {**DEFAULT_FIELDS, **(fields or {})}
-    keep_sources, drop_sources = (load_sources(sources) if sources else (set(), set()))
+    keep_sources, drop_sources = load_sources(sources) if sources else (set(), set())
     keep_sources |= set(allow_sources or [])
     drop_sources |= set(deny_sources or [])
     patterns = boilerplate_patterns(lang)
@@ -163,11 +167,13 @@ def prepare(
                 seg_ids.append(k)
                 all_words.append(list(words))
                 all_labels.append(list(labels))
-    if prepared.stats["articles"] and not seen_text_field and not prepared.stats["articles_kept"]:
-        if prepared.dropped["missing_text_field"]:
-            raise InputError(
-                f"no article has the text field {fields['text']!r}: check the field mapping (fields.text)"
-            )
+    if (
+        prepared.stats["articles"]
+        and not seen_text_field
+        and not prepared.stats["articles_kept"]
+        and prepared.dropped["missing_text_field"]
+    ):
+        raise InputError(f"no article has the text field {fields['text']!r}: check the field mapping (fields.text)")
     prepared.table = segments_table(corpus, lang, doc_ids, seg_ids, all_words, all_labels)
     prepared.stats["segments"] = prepared.table.num_rows
     prepared.stats["words"] = sum(len(w) for w in all_words)

@@ -5,6 +5,7 @@ Blank lines separate documents by default (``doc_boundary``: ``blank_line``,
 Tamil: a line in double quotes, ``""`` for a quote inside).  Labels come from the marks in the text
 (:func:`pipeline.labelling.label_lines`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,9 @@ def read_lines(path, language, quoting: str = "none") -> tuple[pa.Array, np.ndar
     return lines, np.asarray(blank, dtype=bool)
 
 
-def prepare(paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False,
-            quoting: str = "none") -> Prepared:
+def prepare(
+    paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False, quoting: str = "none"
+) -> Prepared:
     language = get_language(lang)
     prepared = Prepared(table=None)
     tables = []
@@ -67,9 +69,7 @@ def prepare(paths, lang: str, corpus: str, doc_boundary: str = "blank_line", str
             if n_marks:
                 prepared.stats["marks_stripped"] += n_marks
             labels = pa.ListArray.from_arrays(labels.offsets, pa.array(["O"] * len(flat), pa.string()))
-        tables.append(
-            table_from_lines(corpus, lang, path.stem, labelled.words, labels, blank, doc_boundary, prepared)
-        )
+        tables.append(table_from_lines(corpus, lang, path.stem, labelled.words, labels, blank, doc_boundary, prepared))
     prepared.table = concat(tables)
     prepared.stats["segments"] = prepared.table.num_rows
     prepared.stats["words"] = int(pc.sum(pc.list_value_length(prepared.table["words"])).as_py() or 0)

@@ -4,6 +4,7 @@ Each talk is a document (doc_id: its ``talkid``, else ``docid``); each ``<seg>``
 segment, labelled from its own punctuation.  Metadata elements (title, url,
 description, keywords) are not text of the talk and are skipped.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
@@ -25,7 +26,9 @@ def parse(text: str, path) -> list[tuple[str, list[str]]]:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as exc:
         line, column = exc.position
-        raise InputError(f"{path}:{line}: not well-formed XML (column {column}): {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        raise InputError(
+            f"{path}:{line}: not well-formed XML (column {column}): {exc.msg if hasattr(exc, 'msg') else exc}"
+        ) from None
     docs = []
     for doc in root.iter("doc"):
         talk = doc.findtext("talkid") or doc.get("docid")
@@ -50,7 +53,9 @@ def prepare(paths, lang: str, corpus: str) -> Prepared:
             prepared.stats["blank_lines"] += int(blank.sum())
             labelled = label_lines(lines, language)
             prepared.dropped.update(labelled.dropped)
-            tables.append(table_from_lines(corpus, lang, talk, labelled.words, labelled.labels, blank, "file", prepared))
+            tables.append(
+                table_from_lines(corpus, lang, talk, labelled.words, labelled.labels, blank, "file", prepared)
+            )
     prepared.table = concat(tables)
     prepared.stats["segments"] = prepared.table.num_rows
     prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())

@@ -5,6 +5,7 @@ counted under ``marks_stripped``, so a transcript that was punctuated after all
 shows up in the stage's stats.  Each file is one document by default: ASR
 segmentation rarely matches the reference's, so alignment works per document.
 """
+
 from __future__ import annotations
 
 from .base import Prepared

@@ -25,6 +25,7 @@ hands the mark to the word before).  Inserted hypothesis words never receive a
 mark of their own.  Two marks landing on one gap keep the higher label
 (QUESTION > PERIOD > COMMA); the other is counted as merged.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -56,7 +57,7 @@ class AlignmentError(ValueError):
 
 @dataclass
 class DocumentAlignment:
-    hyp_codes: np.ndarray            # one label id per hypothesis word
+    hyp_codes: np.ndarray  # one label id per hypothesis word
     substitutions: int = 0
     deletions: int = 0
     insertions: int = 0
@@ -78,7 +79,9 @@ def match_keys(words: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(pc.binary_length(keys), 0), words, keys)
 
 
-def expand_numbers(words: pa.Array, keys: pa.Array, verbalizer, hyp_keys: pa.Array | None = None) -> tuple[pa.Array, np.ndarray]:
+def expand_numbers(
+    words: pa.Array, keys: pa.Array, verbalizer, hyp_keys: pa.Array | None = None
+) -> tuple[pa.Array, np.ndarray]:
     """Reference keys with numbers spoken; returns the tokens and each token's word index.
 
     Where the grammars read a number several ways (1990: "one thousand nine hundred
@@ -88,7 +91,8 @@ def expand_numbers(words: pa.Array, keys: pa.Array, verbalizer, hyp_keys: pa.Arr
     n = len(keys)
     with_digits = (
         np.flatnonzero(pc.match_substring_regex(keys, "[0-9]").to_numpy(zero_copy_only=False))
-        if verbalizer is not None and n else np.zeros(0, dtype=np.int64)
+        if verbalizer is not None and n
+        else np.zeros(0, dtype=np.int64)
     )
     if not len(with_digits):
         return keys, np.arange(n, dtype=np.int64)
@@ -202,7 +206,7 @@ def _pairs(ref: np.ndarray, hyp: np.ndarray):
     the last hypothesis index of the replace block it ends (-1 otherwise); and S, D, I counts."""
     ops = []  # (tag, ref start, ref end, hyp start, hyp end) over the whole document
     r0 = h0 = 0
-    for r, h in _anchors(ref, hyp) + [(len(ref), len(hyp))]:
+    for r, h in [*_anchors(ref, hyp), (len(ref), len(hyp))]:
         if r > r0 or h > h0:
             for tag, a0, a1, b0, b1 in Levenshtein.opcodes(ref[r0:r].tolist(), hyp[h0:h].tolist()).as_list():
                 ops.append((_TAGS[tag], a0 + r0, a1 + r0, b0 + h0, b1 + h0))
@@ -256,15 +260,18 @@ def align_document(
     result.ref_tokens = len(ref_tokens)
     ids = pc.dictionary_encode(pa.concat_arrays([ref_tokens, hyp_keys])).indices.to_numpy(zero_copy_only=False)
     status, aligned, block_end, result.substitutions, result.deletions, result.insertions = _pairs(
-        ids[: len(ref_tokens)], ids[len(ref_tokens):]
+        ids[: len(ref_tokens)], ids[len(ref_tokens) :]
     )
     if n_ref == 0 or not (ref_codes > 0).any():
         return result
     # near-identical substitutions (okay/ok, colour/color, bird/birds) count as recognized
     subs = np.flatnonzero(status == _SUB)
     if len(subs):
-        similarity = process.cpdist(ref_tokens.take(pa.array(subs)).to_pylist(),
-                                    hyp_keys.take(pa.array(aligned[subs])).to_pylist(), scorer=fuzz.ratio)
+        similarity = process.cpdist(
+            ref_tokens.take(pa.array(subs)).to_pylist(),
+            hyp_keys.take(pa.array(aligned[subs])).to_pylist(),
+            scorer=fuzz.ratio,
+        )
         status[subs[similarity >= SIMILARITY]] = _EQUAL
     recognized = np.bincount(owner, weights=(status != _EQUAL), minlength=n_ref) == 0
     first_token = np.searchsorted(owner, np.arange(n_ref), side="left")
@@ -287,10 +294,15 @@ def align_document(
     result.marks["dropped:context_not_recognized"] = int((~keep).sum())
     # where each mark goes: see the module documentation
     target = np.where(
-        left, aligned[last_token[marked]],
-        np.where(next_recognized, aligned[first_token[next_word]] - 1,
-                 np.where(block_end[last_token[marked]] >= 0, block_end[last_token[marked]],
-                          last_aligned[last_token[marked]])),
+        left,
+        aligned[last_token[marked]],
+        np.where(
+            next_recognized,
+            aligned[first_token[next_word]] - 1,
+            np.where(
+                block_end[last_token[marked]] >= 0, block_end[last_token[marked]], last_aligned[last_token[marked]]
+            ),
+        ),
     )
     no_word = keep & (target < 0)
     result.marks["dropped:no_hypothesis_word_before"] = int(no_word.sum())
@@ -306,10 +318,10 @@ def align_document(
 
 @dataclass
 class _Document:
-    words: pa.Array          # the document's words, in order
-    codes: np.ndarray        # label id of each word
+    words: pa.Array  # the document's words, in order
+    codes: np.ndarray  # label id of each word
     segment_end: np.ndarray  # True for the last word of each segment
-    positions: np.ndarray    # where the words sit in the table's flattened word column
+    positions: np.ndarray  # where the words sit in the table's flattened word column
 
 
 def _documents(table: pa.Table) -> dict[str, _Document]:
@@ -317,7 +329,9 @@ def _documents(table: pa.Table) -> dict[str, _Document]:
     if table.num_rows == 0:
         return {}
     words = pc.list_flatten(table["words"].combine_chunks())
-    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=_LABEL_ARRAY).to_numpy(zero_copy_only=False)
+    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=_LABEL_ARRAY).to_numpy(
+        zero_copy_only=False
+    )
     lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
     ends = np.cumsum(lengths)
     segment_end = np.zeros(len(words), dtype=bool)
@@ -330,8 +344,9 @@ def _documents(table: pa.Table) -> dict[str, _Document]:
     docs = {}
     for k, doc_id in enumerate(encoded.dictionary.to_pylist()):
         positions = order[bounds[k] : bounds[k + 1]]
-        docs[doc_id] = _Document(words.take(pa.array(positions)), codes[positions].astype(np.int8),
-                                 segment_end[positions], positions)
+        docs[doc_id] = _Document(
+            words.take(pa.array(positions)), codes[positions].astype(np.int8), segment_end[positions], positions
+        )
     return docs
 
 
@@ -399,16 +414,23 @@ def align_tables(
     marks = Counter()
     hyp_codes = np.zeros(len(pc.list_flatten(hyp["words"])) if hyp.num_rows else 0, dtype=np.int8)
     per_document = []
-    jobs = [(ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
-            for r, h in pairs]
+    jobs = [
+        (ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
+        for r, h in pairs
+    ]
     results = map_ordered(_align_job, jobs, workers)
     for (ref_id, hyp_id), result in zip(pairs, results):
         hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
         doc_errors = result.substitutions + result.deletions + result.insertions
-        per_document.append({"reference": ref_id, "hypothesis": hyp_id,
-                             "wer": round(doc_errors / max(result.ref_tokens, 1), 4)})
-        totals.update(substitutions=result.substitutions, deletions=result.deletions,
-                      insertions=result.insertions, ref_tokens=result.ref_tokens)
+        per_document.append(
+            {"reference": ref_id, "hypothesis": hyp_id, "wer": round(doc_errors / max(result.ref_tokens, 1), 4)}
+        )
+        totals.update(
+            substitutions=result.substitutions,
+            deletions=result.deletions,
+            insertions=result.insertions,
+            ref_tokens=result.ref_tokens,
+        )
         marks.update(result.marks)
     errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
     wer = errors / totals["ref_tokens"] if totals["ref_tokens"] else 1.0
@@ -423,7 +445,10 @@ def align_tables(
     out = segments_table(
         corpus or (hyp["corpus"][0].as_py() if hyp.num_rows else "aligned"),
         hyp["lang"][0].as_py() if hyp.num_rows else (ref["lang"][0].as_py() if ref.num_rows else "und"),
-        hyp["doc_id"], hyp["seg_id"], hyp["words"], labels_column,
+        hyp["doc_id"],
+        hyp["seg_id"],
+        hyp["words"],
+        labels_column,
     )
     reference_marks = int(sum(int((ref_docs[r].codes > 0).sum()) for r, _ in pairs))
     dropped = {k.split(":", 1)[1]: v for k, v in sorted(marks.items()) if k.startswith("dropped:")}
@@ -465,12 +490,14 @@ def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool)
         )
 
 
-def merge_reports(reports: list[dict], labels_before: dict[str, int], max_wer: float = 0.5,
-                  force: bool = False) -> dict:
+def merge_reports(
+    reports: list[dict], labels_before: dict[str, int], max_wer: float = 0.5, force: bool = False
+) -> dict:
     """One report from the reports of shards (each aligned with ``force``), checked as one corpus.
 
     ``labels_before`` is counted over the whole reference (a shard sees only its documents'
     references).  Gives the report ``align_tables`` gives on the unsharded tables."""
+
     def summed(key, part):
         total = Counter()
         for r in reports:

@@ -13,6 +13,7 @@ Definitions (also printed in the reports):
 * leakage: documents found in several splits, and segments (exact word sequences)
   found in several splits.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,10 @@ def sentence_lengths(table: pa.Table) -> np.ndarray:
 
 
 def _stats(values: np.ndarray) -> dict:
-    out = {"mean": round(float(values.mean()), 4) if len(values) else 0.0,
-           "std": round(float(values.std()), 4) if len(values) else 0.0}
+    out = {
+        "mean": round(float(values.mean()), 4) if len(values) else 0.0,
+        "std": round(float(values.std()), 4) if len(values) else 0.0,
+    }
     for p in PERCENTILES:
         out[f"p{p}"] = round(float(np.percentile(values, p)), 2) if len(values) else 0.0
     return out
@@ -76,8 +79,10 @@ def summarize(table: pa.Table, train_vocabulary: set | None = None) -> dict:
     if len(flat):
         for row in pc.value_counts(flat).to_pylist():
             counts[row["values"]] = int(row["counts"])
-    n = int(len(flat))
-    segment_lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else np.zeros(0)
+    n = len(flat)
+    segment_lengths = (
+        pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else np.zeros(0)
+    )
     vocabulary = set(pc.unique(words).to_pylist()) if len(words) else set()
     summary = {
         "words": n,
@@ -124,8 +129,9 @@ def audit(tables: list[pa.Table], drift_threshold: float = 1.0, expected_splits:
         summary = summarize(table)
         languages = sorted(set(table["lang"].to_pylist())) if table.num_rows else []
         if len(languages) > 1:  # a multilingual dataset: each language on its own too
-            summary["by_language"] = {lang: _brief(summarize(table.filter(pc.equal(table["lang"], lang))))
-                                      for lang in languages}
+            summary["by_language"] = {
+                lang: _brief(summarize(table.filter(pc.equal(table["lang"], lang)))) for lang in languages
+            }
         splits = _splits(table)
         if splits or expected_splits:
             summary.update(_split_audit(table, splits, expected_splits, drift_threshold))
@@ -140,7 +146,11 @@ def _brief(summary: dict) -> dict:
 def _split_audit(table, splits, expected_splits, threshold) -> dict:
     parts = {s: table.filter(pc.equal(table["split"], s)) for s in splits}
     train = parts.get("train")
-    train_vocab = set(pc.unique(pc.list_flatten(train["words"].combine_chunks())).to_pylist()) if train is not None and train.num_rows else None
+    train_vocab = (
+        set(pc.unique(pc.list_flatten(train["words"].combine_chunks())).to_pylist())
+        if train is not None and train.num_rows
+        else None
+    )
     split_summaries = {}
     for name in list(splits) + [s for s in expected_splits if s not in splits]:
         part = parts.get(name, table.slice(0, 0))
@@ -148,15 +158,18 @@ def _split_audit(table, splits, expected_splits, threshold) -> dict:
         languages = sorted(set(part["lang"].to_pylist())) if part.num_rows else []
         if len(languages) > 1:
             split_summaries[name]["by_language"] = {
-                lang: _brief(summarize(part.filter(pc.equal(part["lang"], lang)))) for lang in languages}
+                lang: _brief(summarize(part.filter(pc.equal(part["lang"], lang)))) for lang in languages
+            }
     warnings = []
     drift = {}
     if train is not None and split_summaries["train"]["words"]:
         for name, summary in split_summaries.items():
             if name == "train" or not summary["words"]:
                 continue
-            drift[name] = {label: round(summary["label_shares"][label] - split_summaries["train"]["label_shares"][label], 4)
-                           for label in LABELS}
+            drift[name] = {
+                label: round(summary["label_shares"][label] - split_summaries["train"]["label_shares"][label], 4)
+                for label in LABELS
+            }
             for label, diff in drift[name].items():
                 if abs(diff) > threshold:
                     warnings.append(f"{name} {label} share differs from train by {diff:+.2f} points")
@@ -197,6 +210,7 @@ def alignment_summary(report: dict) -> dict:
 
 
 # ---------------------------------------------------------------- presentation
+
 
 def _paper_percent(count: int, total: int) -> str:
     """Alam 2020 Table 1 style: round to 2 decimals, trailing zeros dropped (6.3, 0.51, 85.5)."""
@@ -243,16 +257,23 @@ def _svg_shares(name: str, summary: dict) -> str:
     marks = ["COMMA", "PERIOD", "QUESTION"]
     top = max([summary["label_shares"][m] for m in marks] + [1.0])
     bar = (width - 2 * pad) / len(marks)
-    parts = [f'<svg class="chart" role="img" aria-label="label shares of {name}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>']
+    parts = [
+        f'<svg class="chart" role="img" aria-label="label shares of {name}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
+    ]
     for i, label in enumerate(marks):
         share = summary["label_shares"][label]
         h = (height - 2 * pad) * share / top
         x = pad + i * bar + 8
-        parts.append(f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{bar - 16:.1f}" height="{max(h, 1):.1f}" '
-                     f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}%</title></rect>')
-        parts.append(f'<text x="{x + (bar - 16) / 2:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">{label} {share:.2f}%</text>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{bar - 16:.1f}" height="{max(h, 1):.1f}" '
+            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}%</title></rect>'
+        )
+        parts.append(
+            f'<text x="{x + (bar - 16) / 2:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">'
+            f"{label} {share:.2f}%</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -261,15 +282,22 @@ def _svg_histogram(name: str, histogram: list[tuple[int, int]]) -> str:
     width, height, pad = 420, 180, 30
     peak = max([c for _, c in histogram] + [1])
     bar = (width - 2 * pad) / max(len(histogram), 1)
-    parts = [f'<svg class="chart" role="img" aria-label="sentence lengths of {name}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>']
+    parts = [
+        f'<svg class="chart" role="img" aria-label="sentence lengths of {name}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
+    ]
     for i, (length, count) in enumerate(histogram):
         h = (height - 2 * pad) * count / peak
-        parts.append(f'<rect x="{pad + i * bar:.1f}" y="{height - pad - h:.1f}" width="{max(bar - 1, 1):.1f}" '
-                     f'height="{max(h, 1 if count else 0):.1f}" fill="#ff7f0e"><title>{length} words: {count}</title></rect>')
-    parts.append(f'<text x="{pad}" y="{height - 10}" font-size="11">1</text>'
-                 f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">{len(histogram)}+ words</text></svg>')
+        parts.append(
+            f'<rect x="{pad + i * bar:.1f}" y="{height - pad - h:.1f}" width="{max(bar - 1, 1):.1f}" '
+            f'height="{max(h, 1 if count else 0):.1f}" fill="#ff7f0e"><title>{length} words: {count}</title></rect>'
+        )
+    parts.append(
+        f'<text x="{pad}" y="{height - 10}" font-size="11">1</text>'
+        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">'
+        f"{len(histogram)}+ words</text></svg>"
+    )
     return "".join(parts)
 
 
@@ -279,11 +307,27 @@ def report_html(result: dict, histograms: dict[str, list[tuple[int, int]]], titl
 
     rows = []
     for name, s in result.items():
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            name, s["languages"], s["documents"], s["segments"], s["words"], s["labels"]["PERIOD"],
-            s["labels"]["COMMA"], s["labels"]["QUESTION"], s["labels"]["O"],
-            f'{s["sentence_length"]["mean"]:.2f} ± {s["sentence_length"]["std"]:.2f}', s["vocabulary"],
-            s.get("warnings", ""))) + "</tr>")
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(v))}</td>"
+                for v in (
+                    name,
+                    s["languages"],
+                    s["documents"],
+                    s["segments"],
+                    s["words"],
+                    s["labels"]["PERIOD"],
+                    s["labels"]["COMMA"],
+                    s["labels"]["QUESTION"],
+                    s["labels"]["O"],
+                    f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}",
+                    s["vocabulary"],
+                    s.get("warnings", ""),
+                )
+            )
+            + "</tr>"
+        )
     sections = []
     for name, s in result.items():
         charts = _svg_shares(name, s) + (_svg_histogram(name, histograms[name]) if name in histograms else "")
@@ -292,11 +336,16 @@ def report_html(result: dict, histograms: dict[str, list[tuple[int, int]]], titl
             split_rows = "".join(
                 f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
                 + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in LABELS)
-                + f"<td>{v.get('oov_rate', '')}</td></tr>" for k, v in s["splits"].items())
-            extra = ("<table><tr><th>split</th><th>docs</th><th>words</th>" + "".join(f"<th>{l} %</th>" for l in LABELS)
-                     + f"<th>OOV %</th></tr>{split_rows}</table>"
-                     + f"<p>Leakage: {s['leakage']['documents_in_several_splits']} documents and "
-                       f"{s['leakage']['segments_in_several_splits']} segments in several splits.</p>")
+                + f"<td>{v.get('oov_rate', '')}</td></tr>"
+                for k, v in s["splits"].items()
+            )
+            extra = (
+                "<table><tr><th>split</th><th>docs</th><th>words</th>"
+                + "".join(f"<th>{l} %</th>" for l in LABELS)
+                + f"<th>OOV %</th></tr>{split_rows}</table>"
+                + f"<p>Leakage: {s['leakage']['documents_in_several_splits']} documents and "
+                f"{s['leakage']['segments_in_several_splits']} segments in several splits.</p>"
+            )
         sections.append(f'<section><h2>{html.escape(name)}</h2><div class="charts">{charts}</div>{extra}</section>')
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES)
     return f"""<!DOCTYPE html>
@@ -311,8 +360,8 @@ td:first-child, th:first-child {{ text-align: left; }}
 <h1>{html.escape(title)}</h1>
 <table><tr><th>dataset</th><th>lang</th><th>docs</th><th>segments</th><th>words</th><th>PERIOD</th><th>COMMA</th>
 <th>QUESTION</th><th>O</th><th>sentence length</th><th>vocabulary</th><th>warnings</th></tr>
-{''.join(rows)}</table>
-{''.join(sections)}
+{"".join(rows)}</table>
+{"".join(sections)}
 <h2>Notes</h2><ul>{notes}</ul>
 </body></html>
 """

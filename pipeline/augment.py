@@ -13,6 +13,7 @@ seeded with (seed, epoch)) and by a stage that materializes copies for audit.
   random phoneme edition: a word replaced by one of its confusable neighbours.
   5 % each by default.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -29,8 +30,16 @@ def _merge(a: str, b: str) -> str:
     return a if LABEL_TO_ID[a] >= LABEL_TO_ID[b] else b
 
 
-def alam(words: list[str], labels: list[str], rng: np.random.Generator, alpha: float = 0.15,
-         alpha_sub: float = 0.4, alpha_del: float = 0.4, unk: str = UNK, counts: Counter | None = None):
+def alam(
+    words: list[str],
+    labels: list[str],
+    rng: np.random.Generator,
+    alpha: float = 0.15,
+    alpha_sub: float = 0.4,
+    alpha_del: float = 0.4,
+    unk: str = UNK,
+    counts: Counter | None = None,
+):
     out_w, out_l = [], []
     draws = rng.random(len(words))
     kinds = rng.random(len(words))
@@ -56,9 +65,17 @@ def alam(words: list[str], labels: list[str], rng: np.random.Generator, alpha: f
     return out_w, out_l
 
 
-def three_r(words: list[str], labels: list[str], rng: np.random.Generator, vocabulary: list[str] | None = None,
-            confusables: dict[str, list[str]] | None = None, p_delete: float = 0.05, p_substitute: float = 0.05,
-            p_phoneme: float = 0.05, counts: Counter | None = None):
+def three_r(
+    words: list[str],
+    labels: list[str],
+    rng: np.random.Generator,
+    vocabulary: list[str] | None = None,
+    confusables: dict[str, list[str]] | None = None,
+    p_delete: float = 0.05,
+    p_substitute: float = 0.05,
+    p_phoneme: float = 0.05,
+    counts: Counter | None = None,
+):
     out_w: list[str] = []
     out_l: list[str] = []
     draws = rng.random(len(words))

@@ -1,4 +1,5 @@
 """``python -m pipeline <command>``: a thin shim over the library and the corpus readers."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,16 @@ def _ingest_sharded(args) -> dict:
 
     if args.reader != "text":
         raise ValueError("--engine runs the text reader (one sentence per line, each line a document)")
-    report = ingest_text_sharded(args.inputs, args.lang, args.corpus, args.out, args.engine, args.workers,
-                                 args.shard_lines, args.quoting or "none")
+    report = ingest_text_sharded(
+        args.inputs,
+        args.lang,
+        args.corpus,
+        args.out,
+        args.engine,
+        args.workers,
+        args.shard_lines,
+        args.quoting or "none",
+    )
     if args.stats:
         io.write_json(report, args.stats)
     print(f"ingest {args.corpus}: {report['shards']} shards, {report['words']} words -> {args.out}/", file=sys.stderr)
@@ -51,8 +60,9 @@ def _audit(args) -> dict:
     from .reports import write_outputs
 
     tables = [io.read_segments(path) for path in args.inputs]
-    result = write_outputs(tables, Path(args.out), Path(args.alignment_dir) if args.alignment_dir else None,
-                           args.drift_threshold)
+    result = write_outputs(
+        tables, Path(args.out), Path(args.alignment_dir) if args.alignment_dir else None, args.drift_threshold
+    )
     if args.markdown:
         from .audit import table1_markdown
 
@@ -73,16 +83,27 @@ def _align(args) -> dict:
 
     ref = _read_with(args.ref_reader, args.ref, args.lang)
     hyp = _read_with(args.hyp_reader, args.hyp, args.lang)
-    out, report = align_tables(ref, hyp, policy=args.policy, verbalizer=verbalizer_or_none(args.lang), max_wer=args.max_wer,
-                               force=args.force, corpus=args.corpus, pair_by=args.pair_by,
-                               workers=args.workers)
+    out, report = align_tables(
+        ref,
+        hyp,
+        policy=args.policy,
+        verbalizer=verbalizer_or_none(args.lang),
+        max_wer=args.max_wer,
+        force=args.force,
+        corpus=args.corpus,
+        pair_by=args.pair_by,
+        workers=args.workers,
+    )
     io.write_parquet(out, args.out)
     io.write_json(report, args.report)
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     marks = report["marks"]
-    print(f"align: WER {report['wer']['wer']:.3f}; {marks['transferred']} of {marks['reference']} marks transferred"
-          f" ({marks['moved']} moved, dropped {marks['dropped']}) -> {args.out}", file=sys.stderr)
+    print(
+        f"align: WER {report['wer']['wer']:.3f}; {marks['transferred']} of {marks['reference']} marks transferred"
+        f" ({marks['moved']} moved, dropped {marks['dropped']}) -> {args.out}",
+        file=sys.stderr,
+    )
     return report
 
 
@@ -105,22 +126,28 @@ def _confusables(args) -> dict:
         g2p = type(g2p)(True)
     words = _read_vocabulary(args.vocab, args.min_count)
     table, report = build_confusables(
-        words, g2p, k=args.k, workers=args.workers,
-        progress=lambda stage, done, total: print(f"confusables: radius {stage}: {done}/{total} words settled",
-                                                  file=sys.stderr),
+        words,
+        g2p,
+        k=args.k,
+        workers=args.workers,
+        progress=lambda stage, done, total: print(
+            f"confusables: radius {stage}: {done}/{total} words settled", file=sys.stderr
+        ),
     )
     io.write_parquet(table, args.out)
     if args.report:
         io.write_json(report, args.report)
-    print(f"confusables: {report['words']} words, {report['rows']} rows, skipped {report['skipped']} -> {args.out}",
-          file=sys.stderr)
+    print(
+        f"confusables: {report['words']} words, {report['rows']} rows, skipped {report['skipped']} -> {args.out}",
+        file=sys.stderr,
+    )
     return report
 
 
 def _punctuate(args) -> None:
+    from .labelling import label_lines, render
     from .languages import get_language
     from .model import load_checkpoint
-    from .labelling import label_lines, render
     from .train import device_of, punctuate_words
 
     device = device_of(args.device)
@@ -131,8 +158,15 @@ def _punctuate(args) -> None:
         # the same normalization as training; marks already in the text are dropped, not trusted
         labelled = label_lines(language.normalize_text(text), language)
         words = [w for line in labelled.words.to_pylist() for w in line]
-        labels = punctuate_words(model, tokenizer, words, device, window=args.window, overlap=args.overlap,
-                                 max_len=int(params.get("max_len", 256)))
+        labels = punctuate_words(
+            model,
+            tokenizer,
+            words,
+            device,
+            window=args.window,
+            overlap=args.overlap,
+            max_len=int(params.get("max_len", 256)),
+        )
         sys.stdout.write(render(words, labels) + "\n")
 
 
@@ -145,18 +179,25 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ingest = commands.add_parser(
-        "ingest", help="read a corpus into the canonical segment Parquet",
+        "ingest",
+        help="read a corpus into the canonical segment Parquet",
         description="Read INPUT files with a reader, normalize and label them, write one segment Parquet.",
     )
     ingest.add_argument("--reader", required=True, choices=sorted(READERS), help="input format")
     ingest.add_argument("--lang", required=True, help=f"language code ({', '.join(available_languages())})")
     ingest.add_argument("--corpus", required=True, help="dataset name stored in every row")
-    ingest.add_argument("--doc-boundary", choices=["file", "blank_line", "line"],
-                        help="text readers: what separates documents (default: blank_line for text, file for transcript)")
+    ingest.add_argument(
+        "--doc-boundary",
+        choices=["file", "blank_line", "line"],
+        help="text readers: what separates documents (default: blank_line for text, file for transcript)",
+    )
     ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
     ingest.add_argument("--spoken", action="store_true", help="replace written numbers by their spoken form")
-    ingest.add_argument("--engine", choices=["local", "dask"],
-                        help="sharded streaming run (text reader): --out is then a directory of part-NNNNN.parquet")
+    ingest.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        help="sharded streaming run (text reader): --out is then a directory of part-NNNNN.parquet",
+    )
     ingest.add_argument("--workers", type=int, default=0, help="with --engine: worker processes (0: one per core)")
     ingest.add_argument("--shard-lines", type=int, default=100_000, help="with --engine: input lines per shard")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s)")
@@ -165,10 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=_ingest)
 
     audit = commands.add_parser(
-        "audit", help="label distributions, lengths, drift and leakage",
+        "audit",
+        help="label distributions, lengths, drift and leakage",
         description="Write DIR/audit.json (per dataset and split: words, label counts and shares, sentence and "
-                    "segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, sentence_lengths.csv, "
-                    "audit.html and table1.md.",
+        "segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, sentence_lengths.csv, "
+        "audit.html and table1.md.",
     )
     audit.add_argument("inputs", nargs="+", metavar="FILE.parquet")
     audit.add_argument("--out", required=True, metavar="DIR")
@@ -178,9 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
-        "align", help="transfer reference punctuation onto ASR hypotheses",
+        "align",
+        help="transfer reference punctuation onto ASR hypotheses",
         description="Align reference and hypothesis words per document by edit distance and move each "
-                    "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).",
+        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).",
     )
     align.add_argument("--ref", required=True, help="reference (punctuated) file")
     align.add_argument("--ref-reader", required=True, choices=sorted(READERS))
@@ -198,9 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     align.set_defaults(func=_align)
 
     conf = commands.add_parser(
-        "confusables", help="top-k phoneme-edit-distance neighbours of a vocabulary",
+        "confusables",
+        help="top-k phoneme-edit-distance neighbours of a vocabulary",
         description="For every vocabulary word, the k other words closest by Levenshtein distance over "
-                    "phoneme sequences (exact; ties by distance then word; homophones flagged).",
+        "phoneme sequences (exact; ties by distance then word; homophones flagged).",
     )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment .parquet")
@@ -213,9 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf.set_defaults(func=_confusables)
 
     punct = commands.add_parser(
-        "punctuate", help="punctuate raw text with a trained model",
+        "punctuate",
+        help="punctuate raw text with a trained model",
         description="Read text (files or stdin), normalize it as in training, predict one mark per word with "
-                    "overlapping windows, write punctuated text.",
+        "overlapping windows, write punctuated text.",
     )
     punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
     punct.add_argument("--lang", help="language of the text (default: the model's)")

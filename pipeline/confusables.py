@@ -16,12 +16,13 @@ quadratic cost:
 3. The few words still unsettled (long, rare sequences) are compared with every
    word by rapidfuzz brute force, in blocks.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +50,7 @@ MAX_VARIANTS = 20_000  # deletion variants per sequence at most (web2's longest,
 PROBE = MAX_RADIUS + 2  # brute force first looks this many lengths away (the unsettled have k-th distance > MAX_RADIUS)
 BLOCK = 256  # brute-force queries per rapidfuzz call (a uint8 matrix of BLOCK x vocabulary)
 _BASE = np.uint64(0x100000001B3)
-_ROW_BITS = np.uint64(24)  # rows share a 64-bit key with the top 40 bits of a variant hash  # FNV-style odd multiplier; arithmetic wraps mod 2**64
+_ROW_BITS = np.uint64(24)  # rows share a 64-bit key with the top 40 bits of a variant hash
 
 
 @dataclass
@@ -89,7 +90,11 @@ def _variant_hashes(padded: np.ndarray, lengths: np.ndarray, radius: int, rows: 
         salt = np.uint64((keep_len * 0x9E3779B97F4A7C15) % 2**64)
         for deleted in itertools.combinations(range(length), radius):
             kept = [p for p in range(length) if p not in deleted]
-            h = (matrix[:, kept] * powers).sum(axis=1, dtype=np.uint64) + salt if keep_len else np.full(len(group), salt)
+            h = (
+                (matrix[:, kept] * powers).sum(axis=1, dtype=np.uint64) + salt
+                if keep_len
+                else np.full(len(group), salt)
+            )
             out_hash.append(h >> _ROW_BITS << _ROW_BITS)
             out_row.append(group)
     if not out_hash:
@@ -136,7 +141,7 @@ def _brute_force(strings, lengths, rows, bounds, k, workers):
     index = np.full((len(rows), k), -1, dtype=np.int64)
     distance = np.full((len(rows), k), -1, dtype=np.int64)
     rest = np.ones(len(rows), dtype=bool)  # rows still to be searched
-    probe = np.flatnonzero(bounds >= max_length) if PROBE < max_length else np.zeros(0, np.int64)
+    probe = np.flatnonzero(bounds >= max_length) if max_length > PROBE else np.zeros(0, np.int64)
     if len(probe):
         i, d = _window_top_k(strings, lengths, rows[probe], np.full(len(probe), PROBE), k, workers, select=True)
         kth = d[:, k - 1]
@@ -169,11 +174,13 @@ def _window_top_k(strings, lengths, rows, bounds, k, workers, select):
         columns = np.sort(by_length[lo:hi])  # word order = tie-break order
         column_strings = [strings[c] for c in columns]
 
-        def block(start: int):
+        # bound now: the blocks run on threads inside this iteration
+        def block(start: int, positions=positions, columns=columns, column_strings=column_strings, bound=bound):
             part = np.array(positions[start : start + BLOCK])
             part_rows = rows[part]
-            matrix = process.cdist([strings[r] for r in part_rows], column_strings, scorer=Levenshtein.distance,
-                                   dtype=np.uint8, workers=1)
+            matrix = process.cdist(
+                [strings[r] for r in part_rows], column_strings, scorer=Levenshtein.distance, dtype=np.uint8, workers=1
+            )
             self_col = np.searchsorted(columns, part_rows)  # each query is among the columns (same length)
             matrix[np.arange(len(part)), self_col] = 255  # not itself (no distance reaches 255: lengths are < 255)
             # every word up to the k-th smallest distance, then the k best by (distance, word)
@@ -207,7 +214,7 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
     if k < 1:
         raise ValueError(f"k must be at least 1, not {k}")
     workers = resolve_workers(workers)
-    strings, table = encode(sequences)
+    strings, _table = encode(sequences)
     lengths = np.array([len(s) for s in strings], dtype=np.int64)
     if n >= 2 ** int(_ROW_BITS):
         raise ValueError(f"vocabulary of {n} words is over the {2 ** int(_ROW_BITS)} this search supports")
@@ -228,15 +235,21 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
         # of length L meets words up to L + radius long, so those are all indexed
         longest = max(L for L in range(int(lengths.max()) + 1) if math.comb(L + radius, radius) <= MAX_VARIANTS)
         pending = pending[lengths[pending] <= longest]
+
         # variants only meet variants of the same length: one length at a time keeps memory bounded
-        def pairs_meeting_at(m: int):
+        def pairs_meeting_at(m: int, pending=pending, radius=radius):
             qry = [_variant_hashes(padded, lengths, j, pending[lengths[pending] == m + j]) for j in range(radius + 1)]
             q_h = np.concatenate([h for h, _ in qry])
             if not len(q_h):
                 return None
             idx = [_variant_hashes(padded, lengths, l, all_rows[lengths == m + l]) for l in range(radius + 1)]
-            return _join(np.concatenate([h for h, _ in idx]), np.concatenate([r for _, r in idx]),
-                         q_h, np.concatenate([r for _, r in qry]), n)
+            return _join(
+                np.concatenate([h for h, _ in idx]),
+                np.concatenate([r for _, r in idx]),
+                q_h,
+                np.concatenate([r for _, r in qry]),
+                n,
+            )
 
         # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
         with ThreadPoolExecutor(workers) as pool:
@@ -245,12 +258,16 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
         key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
         a, b = key // n, key % n
         if len(a):
-            d = np.asarray(process.cpdist([strings[i] for i in a], [strings[i] for i in b],
-                                          scorer=Levenshtein.distance, workers=workers), dtype=np.int64)
+            d = np.asarray(
+                process.cpdist(
+                    [strings[i] for i in a], [strings[i] for i in b], scorer=Levenshtein.distance, workers=workers
+                ),
+                dtype=np.int64,
+            )
             found_q.append(a)
             found_w.append(b)
             found_d.append(d)
-        stats[f"candidates_radius_{radius}"] = int(len(a))
+        stats[f"candidates_radius_{radius}"] = len(a)
         # a pair found again at a larger radius must count once
         q, w, d = np.concatenate(found_q), np.concatenate(found_w), np.concatenate(found_d)
         key = q * n + w
@@ -279,7 +296,7 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
         distance[i, :take] = d_all[starts[i] : starts[i] + take]
     # brute force for the rest, within the length window that can still beat the best found so far
     rest = np.flatnonzero(~settled)
-    stats["brute_force_words"] = int(len(rest))
+    stats["brute_force_words"] = len(rest)
     if len(rest):
         bounds = np.full(len(rest), int(lengths.max()), dtype=np.int64)
         q_sorted = np.searchsorted(q, rest, "left")
@@ -293,11 +310,18 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
     return Neighbours(index=index, distance=distance, stats=stats)
 
 
-def brute_force_top_k(strings: list[str], queries: list[int], k: int = 3, workers: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+def brute_force_top_k(
+    strings: list[str], queries: list[int], k: int = 3, workers: int | None = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Reference implementation for tests and benchmarks: full rows of distances."""
     n = len(strings)
-    matrix = process.cdist([strings[i] for i in queries], strings, scorer=Levenshtein.distance,
-                           dtype=np.int32, workers=resolve_workers(workers)).astype(np.int64)
+    matrix = process.cdist(
+        [strings[i] for i in queries],
+        strings,
+        scorer=Levenshtein.distance,
+        dtype=np.int32,
+        workers=resolve_workers(workers),
+    ).astype(np.int64)
     keys = matrix * n + np.arange(n)
     keys[np.arange(len(queries)), queries] = np.iinfo(np.int64).max
     best = np.argsort(keys, axis=1, kind="stable")[:, :k]
@@ -338,7 +362,9 @@ def vocabulary_from_segments(table: pa.Table, min_count: int = 1) -> list[str]:
     return sorted(w for w in counts.field("values").filter(keep).to_pylist() if w)
 
 
-def build_confusables(words: list[str], g2p, k: int = 3, workers: int | None = 0, progress=None) -> tuple[pa.Table, dict]:
+def build_confusables(
+    words: list[str], g2p, k: int = 3, workers: int | None = 0, progress=None
+) -> tuple[pa.Table, dict]:
     """Confusables table of a vocabulary with a language's g2p, and a report of what was skipped."""
     lowercase = getattr(g2p, "lang", "") == "en"
     vocabulary = sorted({(w.strip().lower() if lowercase else w.strip()) for w in words} - {""})

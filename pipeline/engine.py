@@ -16,14 +16,15 @@ a temporary directory beside the output, renamed into place only when every
 shard succeeded: a failed stage leaves no partial output, and a rerun starts
 clean.  A killed Dask worker's shards are recomputed on the others.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 
@@ -116,8 +117,9 @@ def _dask(step, shards, folder, workers, scheduler):
     if address:
         client = Client(address)
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=40)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
         client = Client(cluster)
     try:
         job = _PartJob(step, folder)
@@ -129,8 +131,15 @@ def _dask(step, shards, folder, workers, scheduler):
             cluster.close()
 
 
-def run_sharded(step: Callable, shards: list, out_dir: str | os.PathLike, engine: str = "local", workers: int = 0,
-                scheduler: str | None = None, accept: Callable[[list[dict]], None] | None = None) -> list[dict]:
+def run_sharded(
+    step: Callable,
+    shards: list,
+    out_dir: str | os.PathLike,
+    engine: str = "local",
+    workers: int = 0,
+    scheduler: str | None = None,
+    accept: Callable[[list[dict]], None] | None = None,
+) -> list[dict]:
     """Run ``step`` on every shard into ``out_dir/part-NNNNN.parquet``; all or nothing.
 
     ``accept(results)``, if given, sees every shard's result before the output is
@@ -162,14 +171,30 @@ def run_sharded(step: Callable, shards: list, out_dir: str | os.PathLike, engine
     return results
 
 
-def ingest_text_sharded(files, lang, corpus: str, out: str | os.PathLike, engine: str = "local", workers: int = 0,
-                        shard_lines: int = 100_000, quoting: str = "none", scheduler: str | None = None) -> dict:
+def ingest_text_sharded(
+    files,
+    lang,
+    corpus: str,
+    out: str | os.PathLike,
+    engine: str = "local",
+    workers: int = 0,
+    shard_lines: int = 100_000,
+    quoting: str = "none",
+    scheduler: str | None = None,
+) -> dict:
     """Sentence-per-line text into ``out/part-NNNNN.parquet``; the counts of the run."""
     shards = line_shards(list(files), shard_lines)
-    results = run_sharded(IngestTextStep(lang, corpus, quoting), shards, out, engine=engine, workers=workers,
-                          scheduler=scheduler)
-    return {"corpus": corpus, "lang": lang, "engine": engine, "shards": len(results),
-            "segments": sum(r["rows"] for r in results), "words": sum(r["words"] for r in results)}
+    results = run_sharded(
+        IngestTextStep(lang, corpus, quoting), shards, out, engine=engine, workers=workers, scheduler=scheduler
+    )
+    return {
+        "corpus": corpus,
+        "lang": lang,
+        "engine": engine,
+        "shards": len(results),
+        "segments": sum(r["rows"] for r in results),
+        "words": sum(r["words"] for r in results),
+    }
 
 
 class IngestTextStep:
@@ -183,6 +208,7 @@ class IngestTextStep:
 
     def __call__(self, shard: LineShard) -> pa.Table:
         from corpora.punctuated_text import unquote_csv
+
         from .labelling import label_lines
         from .languages import get_language
         from .schema import segments_table
@@ -198,8 +224,12 @@ class IngestTextStep:
         keep = [i for i, n in enumerate(lengths) if n > 0]
         stem = Path(shard.path).name
         return segments_table(
-            self.corpus, lang, [f"{stem}:{shard.first_line + i + 1}" for i in keep], [0] * len(keep),
-            labelled.words.take(pa.array(keep, pa.int64())), labelled.labels.take(pa.array(keep, pa.int64())),
+            self.corpus,
+            lang,
+            [f"{stem}:{shard.first_line + i + 1}" for i in keep],
+            [0] * len(keep),
+            labelled.words.take(pa.array(keep, pa.int64())),
+            labelled.labels.take(pa.array(keep, pa.int64())),
         )
 
 
@@ -237,8 +267,10 @@ def row_shards(path: str | os.PathLike, rows_per_shard: int) -> list[RowShard]:
         for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
             docs = batch.column(0).to_pylist()
             if row == 0 and docs and previous_last and previous_last[1] == docs[0]:
-                raise InputError(f"{file}: document {docs[0]!r} continues from {previous_last[0]}: "
-                                 "a document must lie in one part file")
+                raise InputError(
+                    f"{file}: document {docs[0]!r} continues from {previous_last[0]}: "
+                    "a document must lie in one part file"
+                )
             for offset, doc in enumerate(docs):
                 here = row + offset
                 if here - start >= rows_per_shard and doc != last:
@@ -295,14 +327,24 @@ class AlignStep:
         doc_ids = pa.compute.unique(hyp["doc_id"]).to_pylist()
         ref = conform_segments(pq.read_table(self.ref_path, filters=[("doc_id", "in", doc_ids)]), self.ref_path)
         lang = self.lang or hyp["lang"][0].as_py()
-        return align_tables(ref, hyp, policy=self.policy, verbalizer=verbalizer_or_none(lang), max_wer=float("inf"),
-                            force=True, corpus=self.corpus, pair_by="id", workers=1)
+        return align_tables(
+            ref,
+            hyp,
+            policy=self.policy,
+            verbalizer=verbalizer_or_none(lang),
+            max_wer=float("inf"),
+            force=True,
+            corpus=self.corpus,
+            pair_by="id",
+            workers=1,
+        )
 
 
 def count_labels(path: str | os.PathLike) -> dict[str, int]:
     """Label counts of a segment dataset, streamed batch by batch."""
-    import pyarrow.parquet as pq
     from collections import Counter
+
+    import pyarrow.parquet as pq
 
     from .align import label_counts
     from .io import parquet_files
@@ -315,9 +357,20 @@ def count_labels(path: str | os.PathLike) -> dict[str, int]:
     return {label: int(counts[label]) for label in LABELS}
 
 
-def align_sharded(ref_path, hyp_path, out, policy: str = "guerreiro", lang: str | None = None, corpus: str = "aligned",
-                  max_wer: float = 0.5, force: bool = False, engine: str = "local", workers: int = 0,
-                  shard_rows: int = 20_000, scheduler: str | None = None) -> dict:
+def align_sharded(
+    ref_path,
+    hyp_path,
+    out,
+    policy: str = "guerreiro",
+    lang: str | None = None,
+    corpus: str = "aligned",
+    max_wer: float = 0.5,
+    force: bool = False,
+    engine: str = "local",
+    workers: int = 0,
+    shard_rows: int = 20_000,
+    scheduler: str | None = None,
+) -> dict:
     """Reference punctuation onto a (sharded) hypothesis corpus, into ``out/part-NNNNN.parquet``.
 
     The alignment report of the whole corpus; the WER check covers the whole corpus
@@ -330,8 +383,15 @@ def align_sharded(ref_path, hyp_path, out, policy: str = "guerreiro", lang: str 
     def accept(results):
         merged.update(merge_reports([r["report"] for r in results], count_labels(ref_path), max_wer, force))
 
-    run_sharded(AlignStep(ref_path, policy, lang, corpus), shards, out, engine=engine, workers=workers,
-                scheduler=scheduler, accept=accept)
+    run_sharded(
+        AlignStep(ref_path, policy, lang, corpus),
+        shards,
+        out,
+        engine=engine,
+        workers=workers,
+        scheduler=scheduler,
+        accept=accept,
+    )
     return {**merged, "engine": engine, "shards": len(shards)}
 
 
@@ -341,8 +401,9 @@ _TOKENIZERS: dict = {}
 class SequencesStep:
     """Segment shard -> model-ready sequences, with the tokenizer saved in ``tokenizer_dir``."""
 
-    def __init__(self, tokenizer_dir: str, max_len: int = 256, mode: str = "chunk", stride: int = 0,
-                 slot_filling: bool = False):
+    def __init__(
+        self, tokenizer_dir: str, max_len: int = 256, mode: str = "chunk", stride: int = 0, slot_filling: bool = False
+    ):
         self.tokenizer_dir = str(tokenizer_dir)
         self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling)
 
@@ -357,14 +418,23 @@ class SequencesStep:
         return table, dict(counts)
 
 
-def sequences_sharded(segments_path, tokenizer_dir, out, engine: str = "local", workers: int = 0,
-                      shard_rows: int = 20_000, scheduler: str | None = None, **options) -> dict:
+def sequences_sharded(
+    segments_path,
+    tokenizer_dir,
+    out,
+    engine: str = "local",
+    workers: int = 0,
+    shard_rows: int = 20_000,
+    scheduler: str | None = None,
+    **options,
+) -> dict:
     """Sequences of a (sharded) segment dataset into ``out/part-NNNNN.parquet``; the summed counts."""
     from collections import Counter
 
     shards = row_shards(segments_path, shard_rows)
-    results = run_sharded(SequencesStep(tokenizer_dir, **options), shards, out, engine=engine, workers=workers,
-                          scheduler=scheduler)
+    results = run_sharded(
+        SequencesStep(tokenizer_dir, **options), shards, out, engine=engine, workers=workers, scheduler=scheduler
+    )
     counts: Counter = Counter()
     for r in results:
         counts.update(r["report"])

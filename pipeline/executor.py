@@ -5,12 +5,14 @@ plain loop, ``workers=N`` spreads chunks of items over N processes.  Either way
 the results come back in the order of ``items``, so outputs do not depend on the
 number of workers.
 """
+
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,7 +36,9 @@ def _run_range(fn: Callable[[T], R], start: int, stop: int) -> list[R]:
     return [fn(item) for item in _ITEMS[start:stop]]
 
 
-def map_ordered(fn: Callable[[T], R], items: Iterable[T], workers: int | None = 1, chunks_per_worker: int = 4) -> list[R]:
+def map_ordered(
+    fn: Callable[[T], R], items: Iterable[T], workers: int | None = 1, chunks_per_worker: int = 4
+) -> list[R]:
     items = list(items)
     workers = min(resolve_workers(workers), max(len(items), 1))
     if workers <= 1:

@@ -3,14 +3,15 @@
 The only module of the library that touches files: readers and stages call it so
 every input error names its file and every output appears whole or not at all.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,7 +39,7 @@ def read_text(path: str | os.PathLike) -> str:
         offset = start + exc.start
         line = data.count(b"\n", 0, offset) + 1
         raise InputError(
-            f"{path}: invalid UTF-8 at byte offset {offset} (line {line}): {data[offset:offset + 4]!r}"
+            f"{path}: invalid UTF-8 at byte offset {offset} (line {line}): {data[offset : offset + 4]!r}"
         ) from None
 
 

@@ -15,6 +15,7 @@ Rules (Alam 2020 §3.1 mapping; the mark table is data in ``lexicons/``):
 The work is done column-wise with Arrow compute kernels (split, trim, regex on the
 few tokens that carry marks), so it runs at millions of words per second.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -24,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import LABELS, LABEL_TO_ID, RENDERED_MARK
+from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK
 from .languages import Language
 from .normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
 
@@ -199,8 +200,10 @@ def label_lines(lines, language: Language) -> Labelled:
         abbrev = pc.and_(
             pc.starts_with(tails, "."),
             pc.or_(
-                pc.is_in(pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
-                         value_set=pa.array(sorted(language.abbreviations), pa.string())),
+                pc.is_in(
+                    pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
+                    value_set=pa.array(sorted(language.abbreviations), pa.string()),
+                ),
                 pc.match_substring_regex(marked_body, _INITIALISM),
             ),
         )

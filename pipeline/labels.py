@@ -4,6 +4,7 @@ Labels name the punctuation that *follows* a word.  Their integer ids double as
 priorities: when several marks follow one word, the highest id wins
 (QUESTION > PERIOD > COMMA > O), so ``?!`` is a QUESTION and ``,.`` a PERIOD.
 """
+
 from __future__ import annotations
 
 LABELS: tuple[str, ...] = ("O", "COMMA", "PERIOD", "QUESTION")

@@ -3,15 +3,18 @@
 The files are data, edited by linguists rather than programmers; this module only
 parses them and reports a malformed row with its file and line.
 """
+
 from __future__ import annotations
 
 import functools
+import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
 from .labels import LABEL_TO_ID, LABELS
 
-LEXICON_DIR = Path(__file__).resolve().parent.parent / "lexicons"
+#: the data package ``lexicons`` (package data of the installed project, or the checkout's folder)
+LEXICON_DIR = Path(str(importlib.resources.files("lexicons")))
 
 
 class LexiconError(ValueError):
@@ -22,9 +25,9 @@ class LexiconError(ValueError):
 class PunctuationTable:
     """How the marks of a language map onto labels."""
 
-    marks: dict[str, str]          # mark character(s) -> COMMA/PERIOD/QUESTION
-    openers: frozenset[str]        # dropped where they start a word
-    closers: frozenset[str]        # dropped where they end a word
+    marks: dict[str, str]  # mark character(s) -> COMMA/PERIOD/QUESTION
+    openers: frozenset[str]  # dropped where they start a word
+    closers: frozenset[str]  # dropped where they end a word
 
     def label_of(self, cluster: str) -> str:
         """Label of a run of marks/closers that follows a word (priority: highest label id)."""
@@ -60,7 +63,7 @@ def read_tsv_rows(path: Path, n_fields: int) -> list[tuple[int, list[str]]]:
     return rows
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def punctuation_table(lang: str) -> PunctuationTable:
     marks: dict[str, str] = {}
     openers: set[str] = set()
@@ -86,12 +89,14 @@ def punctuation_table(lang: str) -> PunctuationTable:
     return PunctuationTable(marks, frozenset(openers), frozenset(closers))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def word_set(lang: str, name: str) -> frozenset[str]:
     """A one-word-per-line list under ``lexicons/<lang>/`` (empty if the file is absent)."""
     path = LEXICON_DIR / lang / name
     if not path.exists():
         return frozenset()
     return frozenset(
-        line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")
+        line.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
     )

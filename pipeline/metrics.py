@@ -10,6 +10,7 @@
 * confusion matrix in percent of each gold row (Alam 2020 Figure 2);
 * the same on 3 and 2 merged classes (Alam 2020 Table 5).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,7 @@ def _prf(tp: float, fp: float, fn: float) -> dict:
     return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "support": int(tp + fn)}
 
 
-def scores(gold, pred, labels: list[str] = list(LABELS)) -> dict:
+def scores(gold, pred, labels: tuple[str, ...] | list[str] = LABELS) -> dict:
     """Per-class and overall scores of label-id sequences over ``labels`` (O first)."""
     n = len(labels)
     matrix = confusion(gold, pred, n)
@@ -56,10 +57,17 @@ def scores(gold, pred, labels: list[str] = list(LABELS)) -> dict:
         "overall": _prf(tp, fp, fn),
         "macro_f1": round(float(np.mean([per_class[name]["f1"] for name in labels])), 4),
         "ser": round((substitutions + deletions + insertions) / gold_marks, 4) if gold_marks else 0.0,
-        "slot_errors": {"substitutions": substitutions, "deletions": deletions, "insertions": insertions,
-                        "gold_marks": gold_marks},
-        "confusion": {"labels": labels, "counts": matrix.tolist(),
-                      "percent": [[round(float(x), 2) for x in row] for row in percent]},
+        "slot_errors": {
+            "substitutions": substitutions,
+            "deletions": deletions,
+            "insertions": insertions,
+            "gold_marks": gold_marks,
+        },
+        "confusion": {
+            "labels": labels,
+            "counts": matrix.tolist(),
+            "percent": [[round(float(x), 2) for x in row] for row in percent],
+        },
     }
 
 

@@ -17,6 +17,7 @@ The encoder comes from ``AutoModel.from_pretrained(name_or_path)`` — the same 
 users make with hub access (``xlm-roberta-large``) or on a local folder — or, for
 the offline tiny model, from a config (``AutoModel.from_config``).
 """
+
 from __future__ import annotations
 
 import json
@@ -109,7 +110,7 @@ def gather_words(values, label_mask):
     """Values at the labelled positions of each row, left-aligned and padded, with their mask."""
     counts = label_mask.sum(1)
     width = max(int(counts.max()), 1)
-    out = values.new_zeros((values.size(0), width) + values.shape[2:])
+    out = values.new_zeros((values.size(0), width, *values.shape[2:]))
     mask = torch.zeros((values.size(0), width), dtype=torch.bool, device=values.device)
     for k in range(values.size(0)):
         n = int(counts[k])
@@ -119,8 +120,14 @@ def gather_words(values, label_mask):
 
 
 class PunctuationModel(nn.Module):
-    def __init__(self, encoder, head: str = "linear", n_labels: int = len(LABELS), dropout: float = 0.1,
-                 layer_dropout: float = 0.1):
+    def __init__(
+        self,
+        encoder,
+        head: str = "linear",
+        n_labels: int = len(LABELS),
+        dropout: float = 0.1,
+        layer_dropout: float = 0.1,
+    ):
         super().__init__()
         if head not in HEADS:
             raise ValueError(f"unknown head {head!r}; choose one of {', '.join(HEADS)}")
@@ -158,7 +165,9 @@ class PunctuationModel(nn.Module):
             tags, _ = gather_words(labels.clamp(min=0), labels != -100)
             loss = self.crf.nll(emissions, tags, mask)
         elif labels is not None:
-            loss = nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1), ignore_index=-100)
+            loss = nn.functional.cross_entropy(
+                logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1), ignore_index=-100
+            )
         return loss, logits
 
     @torch.no_grad()
@@ -174,8 +183,10 @@ class PunctuationModel(nn.Module):
     def parameter_groups(self, encoder_lr: float, head_lr: float, weight_decay: float = 0.01):
         encoder = [p for p in self.encoder.parameters() if p.requires_grad]
         head = [p for n, p in self.named_parameters() if not n.startswith("encoder.") and p.requires_grad]
-        return [{"params": encoder, "lr": encoder_lr, "weight_decay": weight_decay},
-                {"params": head, "lr": head_lr, "weight_decay": 0.0}]
+        return [
+            {"params": encoder, "lr": encoder_lr, "weight_decay": weight_decay},
+            {"params": head, "lr": head_lr, "weight_decay": 0.0},
+        ]
 
 
 #: how a tokenizer was loaded (offline or not, from which cache), not what it is: transformers
@@ -207,8 +218,12 @@ def build_model(params: dict, tokenizer=None) -> PunctuationModel:
             config.setdefault("vocab_size", len(tokenizer))
             config.setdefault("pad_token_id", tokenizer.pad_token_id)
         encoder = AutoModel.from_config(AutoConfig.for_model(model_type, **config))
-    return PunctuationModel(encoder, head=params.get("head", "linear"), dropout=float(params.get("dropout", 0.1)),
-                            layer_dropout=float(params.get("layer_dropout", 0.1)))
+    return PunctuationModel(
+        encoder,
+        head=params.get("head", "linear"),
+        dropout=float(params.get("dropout", 0.1)),
+        layer_dropout=float(params.get("layer_dropout", 0.1)),
+    )
 
 
 def save_checkpoint(model: PunctuationModel, tokenizer, params: dict, out: str | os.PathLike) -> None:
@@ -219,8 +234,9 @@ def save_checkpoint(model: PunctuationModel, tokenizer, params: dict, out: str |
     head = {k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}
     torch.save(head, out / "head.pt")
     save_tokenizer(tokenizer, out / "tokenizer")
-    (out / "punctuation.json").write_text(json.dumps(
-        {"labels": list(LABELS), "head": model.head_name, "params": params}, indent=2) + "\n")
+    (out / "punctuation.json").write_text(
+        json.dumps({"labels": list(LABELS), "head": model.head_name, "params": params}, indent=2) + "\n"
+    )
 
 
 def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
@@ -232,8 +248,12 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         raise ValueError(f"{folder}: checkpoint labels {meta['labels']} are not {list(LABELS)}")
     encoder = AutoModel.from_pretrained(folder / "encoder")
     params = meta["params"]
-    model = PunctuationModel(encoder, head=meta["head"], dropout=float(params.get("dropout", 0.1)),
-                             layer_dropout=float(params.get("layer_dropout", 0.1)))
+    model = PunctuationModel(
+        encoder,
+        head=meta["head"],
+        dropout=float(params.get("dropout", 0.1)),
+        layer_dropout=float(params.get("layer_dropout", 0.1)),
+    )
     model.load_state_dict(torch.load(folder / "head.pt", map_location="cpu"), strict=False)
     model.to(device).eval()
     return model, AutoTokenizer.from_pretrained(folder / "tokenizer"), params

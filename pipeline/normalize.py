@@ -3,6 +3,7 @@
 Only lines that are not pure ASCII need any work (ASCII control whitespace is
 handled by whitespace splitting), so English text passes almost for free.
 """
+
 from __future__ import annotations
 
 import functools
@@ -44,7 +45,7 @@ _SPACES_RE = char_class(SPACES)
 _ANY_RE = {False: char_class(DELETE + JOINERS + SPACES), True: char_class(DELETE + SPACES)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nfc_suspects() -> str:
     """An RE2 pattern that matches every string that is not NFC (and a few that are).
 
@@ -91,7 +92,7 @@ def nfc_suspects() -> str:
     return "|".join(alternatives)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _needs_work(keep_joiners: bool) -> str:
     return _ANY_RE[keep_joiners] + "|" + nfc_suspects()
 
@@ -155,4 +156,3 @@ def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())
     return pc.binary_join(pa.ListArray.from_arrays(offsets, lines.cast(pa.string())), "\n")[0].as_py() or ""
-

@@ -4,6 +4,7 @@
 plots), ``audit.html`` and ``table1.md``; alignment and dataset reports, where
 given, are summarized beside their dataset.
 """
+
 from __future__ import annotations
 
 import csv
@@ -15,8 +16,9 @@ from . import io
 from .audit import alignment_summary, audit, length_histograms, report_html, table1_markdown
 
 
-def write_outputs(tables, out: Path, alignment_dir: Path | None = None, drift_threshold: float = 1.0,
-                  datasets_dir: Path | None = None) -> dict:
+def write_outputs(
+    tables, out: Path, alignment_dir: Path | None = None, drift_threshold: float = 1.0, datasets_dir: Path | None = None
+) -> dict:
     result = audit(tables, drift_threshold=drift_threshold)
     if alignment_dir and alignment_dir.is_dir():
         for path in sorted(alignment_dir.glob("*.json")):

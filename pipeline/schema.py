@@ -11,9 +11,10 @@ words    the words, normalized, in order
 labels   one label per word: the punctuation that follows it (O/COMMA/PERIOD/QUESTION)
 split    train/dev/test once a split stage assigned one; null before
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -105,9 +106,7 @@ def validate(table: pa.Table, where: str = "segment table") -> None:
     mismatch = pc.not_equal(word_lengths, label_lengths)
     if pc.any(mismatch).as_py():
         row = pc.index(mismatch, True).as_py()
-        raise SchemaError(
-            f"{where}: row {row} has {word_lengths[row]} words but {label_lengths[row]} labels"
-        )
+        raise SchemaError(f"{where}: row {row} has {word_lengths[row]} words but {label_lengths[row]} labels")
     flat = pc.list_flatten(labels)
     unknown = pc.invert(pc.is_in(flat, value_set=pa.array(LABELS)))
     if pc.any(unknown).as_py():

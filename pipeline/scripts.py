@@ -3,6 +3,7 @@
 Used to refuse aligning a reference and a hypothesis in different scripts and to
 find words in another script than the language's (indic-punct drops those).
 """
+
 from __future__ import annotations
 
 import functools

@@ -15,6 +15,7 @@ for every token, the position of its word in the document (-1 for special and
 mask tokens), so predictions map back to words.  A word the tokenizer turns into
 no token (an empty word) becomes the unknown token, so no label is lost.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,17 +26,19 @@ from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK
 
 IGNORE = -100
 
-SEQUENCE_SCHEMA = pa.schema([
-    pa.field("corpus", pa.string()),
-    pa.field("lang", pa.string()),
-    pa.field("split", pa.string()),
-    pa.field("doc_id", pa.string()),
-    pa.field("chunk_id", pa.int32()),
-    pa.field("input_ids", pa.list_(pa.int32())),
-    pa.field("attention_mask", pa.list_(pa.int8())),
-    pa.field("labels", pa.list_(pa.int16())),
-    pa.field("word_index", pa.list_(pa.int32())),
-])
+SEQUENCE_SCHEMA = pa.schema(
+    [
+        pa.field("corpus", pa.string()),
+        pa.field("lang", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("doc_id", pa.string()),
+        pa.field("chunk_id", pa.int32()),
+        pa.field("input_ids", pa.list_(pa.int32())),
+        pa.field("attention_mask", pa.list_(pa.int8())),
+        pa.field("labels", pa.list_(pa.int16())),
+        pa.field("word_index", pa.list_(pa.int32())),
+    ]
+)
 
 
 def word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
@@ -64,8 +67,9 @@ def _chunks_of(pieces: list[list[int]], budget: int, stride: int) -> list[tuple[
     return ranges
 
 
-def build_sequences(table: pa.Table, tokenizer, max_len: int = 256, mode: str = "chunk", stride: int = 0,
-                    slot_filling: bool = False) -> tuple[pa.Table, Counter]:
+def build_sequences(
+    table: pa.Table, tokenizer, max_len: int = 256, mode: str = "chunk", stride: int = 0, slot_filling: bool = False
+) -> tuple[pa.Table, Counter]:
     if mode not in ("chunk", "segment"):
         raise ValueError(f"mode must be chunk or segment, not {mode!r}")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
@@ -94,9 +98,13 @@ def build_sequences(table: pa.Table, tokenizer, max_len: int = 256, mode: str = 
         base = row_offset[first]  # word positions count from the start of the document
         pieces = word_pieces(tokenizer, words)
         if slot_filling:
-            pieces = [p + [mask] for p in pieces]
+            pieces = [[*p, mask] for p in pieces]
         for chunk_no, (start, end) in enumerate(_chunks_of(pieces, budget, stride) if words else []):
-            ids, labs, index = ([cls] if cls is not None else []), ([IGNORE] if cls is not None else []), ([-1] if cls is not None else [])
+            ids, labs, index = (
+                ([cls] if cls is not None else []),
+                ([IGNORE] if cls is not None else []),
+                ([-1] if cls is not None else []),
+            )
             for w in range(start, end):
                 p = pieces[w]
                 ids += p
@@ -128,11 +136,15 @@ def build_sequences(table: pa.Table, tokenizer, max_len: int = 256, mode: str = 
 def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """(doc, split) -> [(word position, label)] recovered from the sequences (first chunk wins)."""
     out: dict[tuple[str, str], dict[int, str]] = {}
-    for doc, split, labels, index in zip(sequences["doc_id"].to_pylist(), sequences["split"].to_pylist(),
-                                         sequences["labels"].to_pylist(), sequences["word_index"].to_pylist()):
+    for doc, split, labels, index in zip(
+        sequences["doc_id"].to_pylist(),
+        sequences["split"].to_pylist(),
+        sequences["labels"].to_pylist(),
+        sequences["word_index"].to_pylist(),
+    ):
         seen = out.setdefault((doc, split), {})
         last_word = None
-        for pos, (label, word) in enumerate(zip(labels, index)):
+        for label, word in zip(labels, index):
             if label != IGNORE:
                 w = word if word >= 0 else last_word
                 seen.setdefault(w, LABELS[label])
@@ -143,8 +155,11 @@ def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str]
 
 def export_tsv(table: pa.Table) -> str:
     """xashru/punctuation-restoration format: ``word<TAB>LABEL`` per line."""
-    return "".join(f"{w}\t{l}\n" for words, labels in zip(table["words"].to_pylist(), table["labels"].to_pylist())
-                   for w, l in zip(words, labels))
+    return "".join(
+        f"{w}\t{l}\n"
+        for words, labels in zip(table["words"].to_pylist(), table["labels"].to_pylist())
+        for w, l in zip(words, labels)
+    )
 
 
 def export_nemo(table: pa.Table) -> tuple[str, str]:
@@ -175,5 +190,11 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1, show_progress=False)
     tok.train_from_iterator(words, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )

@@ -7,6 +7,7 @@ documents in hash order.  Oversampling (Rao 2022) copies question sentences of
 train into other train documents until a target question share; dev and test are
 never touched.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,13 @@ def doc_hash(doc_id: str, seed: int) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def assign_splits(doc_ids: list[str], ratios: dict[str, float] | None = None, counts: dict[str, int] | None = None,
-                  seed: int = 0, strata: dict[str, str] | None = None) -> dict[str, str | None]:
+def assign_splits(
+    doc_ids: list[str],
+    ratios: dict[str, float] | None = None,
+    counts: dict[str, int] | None = None,
+    seed: int = 0,
+    strata: dict[str, str] | None = None,
+) -> dict[str, str | None]:
     """``{doc_id: split}``; with counts, documents beyond the counts get None (left out).
 
     ``strata`` (doc -> stratum, e.g. which marks a line has) splits each stratum by the
@@ -109,7 +115,10 @@ def duplicates_across_splits(table: pa.Table) -> Counter:
 def drop_train_duplicates(table: pa.Table) -> tuple[pa.Table, int]:
     """Remove train segments whose exact words also occur in dev or test."""
     held_out = {tuple(w) for w, s in zip(table["words"].to_pylist(), table["split"].to_pylist()) if s != "train"}
-    keep = [not (s == "train" and tuple(w) in held_out) for w, s in zip(table["words"].to_pylist(), table["split"].to_pylist())]
+    keep = [
+        not (s == "train" and tuple(w) in held_out)
+        for w, s in zip(table["words"].to_pylist(), table["split"].to_pylist())
+    ]
     return table.filter(pa.array(keep)), keep.count(False)
 
 

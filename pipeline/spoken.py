@@ -4,6 +4,7 @@
 stays after the last spoken word, so reference text looks like ASR output (Rao
 2022's Malay normalization; English reference text made ASR-like).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -40,6 +41,13 @@ def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
         new_words.append(out_w)
         new_labels.append(out_l)
     first = table.slice(0, 1)
-    out = segments_table(first["corpus"][0].as_py(), first["lang"][0].as_py(), table["doc_id"], table["seg_id"],
-                         new_words, new_labels, table["split"])
+    out = segments_table(
+        first["corpus"][0].as_py(),
+        first["lang"][0].as_py(),
+        table["doc_id"],
+        table["seg_id"],
+        new_words,
+        new_labels,
+        table["split"],
+    )
     return out, counts

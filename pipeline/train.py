@@ -6,11 +6,13 @@ autocast on CUDA, gradient accumulation, dynamic augmentation (a new draw every
 epoch, from the segments), early stopping on dev overall F1, seeded; per-step
 logs returned for DVC plots; the best checkpoint is kept.
 """
+
 from __future__ import annotations
 
 import math
 import random
 import sys
+
 import numpy as np
 import pyarrow as pa
 import torch
@@ -23,6 +25,7 @@ from .sequences import IGNORE, build_sequences
 try:  # a progress bar where tqdm is installed (it comes with transformers)
     from tqdm.auto import tqdm
 except ImportError:  # pragma: no cover
+
     def tqdm(iterable, **_):
         return iterable
 
@@ -68,12 +71,25 @@ def augmented(segments: pa.Table, params: dict, epoch: int, seed: int, vocabular
     for i, (w, l) in enumerate(zip(words, labels)):
         rng = epoch_rng(seed, epoch, i)
         if kind == "alam":
-            w, l = alam(w, l, rng, alpha=params.get("alpha", 0.15), alpha_sub=params.get("alpha_sub", 0.4),
-                        alpha_del=params.get("alpha_del", 0.4))
+            w, l = alam(
+                w,
+                l,
+                rng,
+                alpha=params.get("alpha", 0.15),
+                alpha_sub=params.get("alpha_sub", 0.4),
+                alpha_del=params.get("alpha_del", 0.4),
+            )
         elif kind == "3r":
-            w, l = three_r(w, l, rng, vocabulary=vocabulary, confusables=confusables,
-                           p_delete=params.get("p_delete", 0.05), p_substitute=params.get("p_substitute", 0.05),
-                           p_phoneme=params.get("p_phoneme", 0.05))
+            w, l = three_r(
+                w,
+                l,
+                rng,
+                vocabulary=vocabulary,
+                confusables=confusables,
+                p_delete=params.get("p_delete", 0.05),
+                p_substitute=params.get("p_substitute", 0.05),
+                p_phoneme=params.get("p_phoneme", 0.05),
+            )
         else:
             raise ValueError(f"unknown augmentation {kind!r} (alam or 3r)")
         new_w.append(w)
@@ -107,7 +123,7 @@ def mix_languages(segments: pa.Table, mixing: dict, epoch: int, seed: int) -> pa
     rows = []
     for name, p in zip(names, share):
         pool = np.flatnonzero(langs == name)
-        take = int(round(p * len(langs)))
+        take = round(p * len(langs))
         rows.append(rng.choice(pool, size=take, replace=take > len(pool)))
     return segments.take(pa.array(np.sort(np.concatenate(rows))))
 
@@ -136,15 +152,18 @@ def evaluate(model, sequences: pa.Table, pad_id: int, device: str) -> dict:
         g, p = by_lang.setdefault(lang, ([], []))
         g += gold
         p += pred
-    result = {"overall": scores(np.array(gold_all), np.array(pred_all)),
-              "merged": merged_scores(np.array(gold_all), np.array(pred_all))}
+    result = {
+        "overall": scores(np.array(gold_all), np.array(pred_all)),
+        "merged": merged_scores(np.array(gold_all), np.array(pred_all)),
+    }
     if len(by_lang) > 1:
         result["per_language"] = {lang: scores(np.array(g), np.array(p)) for lang, (g, p) in by_lang.items()}
     return result
 
 
-def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | None, params: dict,
-          checkpoint=None, log=print) -> dict:
+def train(
+    model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | None, params: dict, checkpoint=None, log=print
+) -> dict:
     """Train in place; returns per-step logs and per-epoch dev scores."""
     seed = int(params.get("seed", 0))
     set_seed(seed)
@@ -153,9 +172,12 @@ def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | 
     epochs, batch_size = int(params.get("epochs", 3)), int(params.get("batch_size", 16))
     accumulate = int(params.get("grad_accumulation", 1))
     max_len = int(params.get("max_len", 256))
-    seq_params = dict(max_len=max_len, mode=params.get("mode", "chunk"), slot_filling=bool(params.get("slot_filling", False)))
-    optimizer = torch.optim.AdamW(model.parameter_groups(float(params.get("encoder_lr", 5e-5)),
-                                                         float(params.get("head_lr", 1e-3))))
+    seq_params = dict(
+        max_len=max_len, mode=params.get("mode", "chunk"), slot_filling=bool(params.get("slot_filling", False))
+    )
+    optimizer = torch.optim.AdamW(
+        model.parameter_groups(float(params.get("encoder_lr", 5e-5)), float(params.get("head_lr", 1e-3)))
+    )
     first, _ = build_sequences(train_segments, tokenizer, **seq_params)
     steps_per_epoch = math.ceil(first.num_rows / batch_size / accumulate)
     total = max(1, steps_per_epoch * epochs)
@@ -179,8 +201,12 @@ def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | 
         fresh = bool(params.get("augmentation") or params.get("mixing"))
         sequences = build_sequences(segments, tokenizer, **seq_params)[0] if fresh else first
         model.train()
-        progress = tqdm(list(batches(sequences, batch_size, tokenizer.pad_token_id, True, rng)),
-                        desc=f"epoch {epoch + 1}/{epochs}", disable=not params.get("progress", True), file=sys.stderr)
+        progress = tqdm(
+            list(batches(sequences, batch_size, tokenizer.pad_token_id, True, rng)),
+            desc=f"epoch {epoch + 1}/{epochs}",
+            disable=not params.get("progress", True),
+            file=sys.stderr,
+        )
         for k, (_, input_ids, mask, labels) in enumerate(progress):
             with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
                 loss, _ = model(input_ids.to(device), mask.to(device), labels.to(device))
@@ -191,8 +217,9 @@ def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | 
                 scheduler.step()
                 optimizer.zero_grad()
                 step += 1
-                history["steps"].append({"step": step, "epoch": epoch, "loss": round(loss.item(), 5),
-                                         "lr": scheduler.get_last_lr()[0]})
+                history["steps"].append(
+                    {"step": step, "epoch": epoch, "loss": round(loss.item(), 5), "lr": scheduler.get_last_lr()[0]}
+                )
                 if hasattr(progress, "set_postfix"):
                     progress.set_postfix(loss=f"{loss.item():.3f}")
                 if params.get("max_steps") and step >= int(params["max_steps"]):
@@ -221,8 +248,9 @@ def train(model, tokenizer, train_segments: pa.Table, dev_sequences: pa.Table | 
 
 
 @torch.no_grad()
-def punctuate_words(model, tokenizer, words: list[str], device: str = "cpu", window: int = 200, overlap: int = 50,
-                    max_len: int = 512) -> list[str]:
+def punctuate_words(
+    model, tokenizer, words: list[str], device: str = "cpu", window: int = 200, overlap: int = 50, max_len: int = 512
+) -> list[str]:
     """One label per word for any length: overlapping windows of ``window`` words; each word takes the
     prediction of the window in which it sits farthest from a cut edge (the text's own ends are no cut),
     so every word gets exactly one decision and seams get no gap or duplicate."""
@@ -237,11 +265,22 @@ def punctuate_words(model, tokenizer, words: list[str], device: str = "cpu", win
     for start in starts:
         end = min(start + window, n)
         chunk = words[start:end]
-        table = pa.table({"corpus": ["x"], "lang": ["x"], "doc_id": ["d"], "seg_id": pa.array([0], pa.int32()),
-                          "words": [chunk], "labels": [["O"] * len(chunk)], "split": ["x"]})
+        table = pa.table(
+            {
+                "corpus": ["x"],
+                "lang": ["x"],
+                "doc_id": ["d"],
+                "seg_id": pa.array([0], pa.int32()),
+                "words": [chunk],
+                "labels": [["O"] * len(chunk)],
+                "split": ["x"],
+            }
+        )
         sequences, _ = build_sequences(table, tokenizer, max_len=max_len, mode="chunk")
         predictions = predict_sequences(model, sequences, tokenizer.pad_token_id, device)
-        for index, labels, pred in zip(sequences["word_index"].to_pylist(), sequences["labels"].to_pylist(), predictions):
+        for index, labels, pred in zip(
+            sequences["word_index"].to_pylist(), sequences["labels"].to_pylist(), predictions
+        ):
             positions = [w for w, l in zip(index, labels) if l != IGNORE]
             for w, p in zip(positions, pred):
                 i = start + w

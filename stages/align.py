@@ -1,4 +1,5 @@
 """DVC stage: transfer a reference corpus's punctuation onto its ASR corpus (``alignments.<name>``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,18 +20,26 @@ def _sharded(args, entry) -> int:
         return 2
     try:
         report = align_sharded(
-            f"{args.data_dir}/segments/{entry['ref']}.parquet", f"{args.data_dir}/segments/{entry['hyp']}.parquet",
-            f"{args.data_dir}/segments/{args.name}.parquet", policy=entry.get("policy", "guerreiro"),
-            lang=entry.get("lang"), corpus=args.name, max_wer=float(entry.get("max_wer", 0.5)),
-            force=bool(entry.get("force", False)), engine=entry["engine"], workers=int(entry.get("workers", 0)),
+            f"{args.data_dir}/segments/{entry['ref']}.parquet",
+            f"{args.data_dir}/segments/{entry['hyp']}.parquet",
+            f"{args.data_dir}/segments/{args.name}.parquet",
+            policy=entry.get("policy", "guerreiro"),
+            lang=entry.get("lang"),
+            corpus=args.name,
+            max_wer=float(entry.get("max_wer", 0.5)),
+            force=bool(entry.get("force", False)),
+            engine=entry["engine"],
+            workers=int(entry.get("workers", 0)),
             shard_rows=int(entry.get("shard_rows", 20_000)),
         )
     except (AlignmentError, io.InputError, ValueError) as exc:
         print(f"error: alignment {args.name}: {exc}", file=sys.stderr)
         return 2
     io.write_json({"ref": entry["ref"], "hyp": entry["hyp"], **report}, f"{args.data_dir}/alignment/{args.name}.json")
-    print(f"align {args.name}: {report['shards']} shards on {report['engine']}, WER {report['wer']['wer']:.3f}",
-          file=sys.stderr)
+    print(
+        f"align {args.name}: {report['shards']} shards on {report['engine']}, WER {report['wer']['wer']:.3f}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -49,17 +58,26 @@ def main(argv=None) -> int:
     verbalizer = verbalizer_or_none(lang)
     try:
         out, report = align_tables(
-            ref, hyp, policy=entry.get("policy", "guerreiro"), verbalizer=verbalizer,
-            max_wer=float(entry.get("max_wer", 0.5)), force=bool(entry.get("force", False)),
-            corpus=args.name, pair_by=entry.get("pair_by", "id"), workers=int(entry.get("workers", 1)),
+            ref,
+            hyp,
+            policy=entry.get("policy", "guerreiro"),
+            verbalizer=verbalizer,
+            max_wer=float(entry.get("max_wer", 0.5)),
+            force=bool(entry.get("force", False)),
+            corpus=args.name,
+            pair_by=entry.get("pair_by", "id"),
+            workers=int(entry.get("workers", 1)),
         )
     except (AlignmentError, ValueError) as exc:
         print(f"error: alignment {args.name}: {exc}", file=sys.stderr)
         return 2
     io.write_parquet(out, f"{args.data_dir}/segments/{args.name}.parquet")
     io.write_json({"ref": entry["ref"], "hyp": entry["hyp"], **report}, f"{args.data_dir}/alignment/{args.name}.json")
-    print(f"align {args.name}: WER {report['wer']['wer']:.3f}, {report['marks']['transferred']} of "
-          f"{report['marks']['reference']} marks transferred", file=sys.stderr)
+    print(
+        f"align {args.name}: WER {report['wer']['wer']:.3f}, {report['marks']['transferred']} of "
+        f"{report['marks']['reference']} marks transferred",
+        file=sys.stderr,
+    )
     return 0
 
 

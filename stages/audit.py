@@ -5,6 +5,7 @@ Writes ``<out>/audit.json`` (DVC metrics), ``<out>/label_shares.csv`` and
 and ``<out>/table1.md`` (Alam 2020 Table 1 layout).  Alignment reports found in
 ``--alignment-dir`` are summarized beside their dataset.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,13 @@ def main(argv=None) -> int:
     if not paths:
         print(f"error: {args.segments}: no .parquet files to audit", file=sys.stderr)
         return 2
-    result = write_outputs([io.read_segments(p) for p in paths], Path(args.out),
-                           Path(args.alignment_dir) if args.alignment_dir else None, args.drift_threshold,
-                           Path(args.datasets_dir) if args.datasets_dir else None)
+    result = write_outputs(
+        [io.read_segments(p) for p in paths],
+        Path(args.out),
+        Path(args.alignment_dir) if args.alignment_dir else None,
+        args.drift_threshold,
+        Path(args.datasets_dir) if args.datasets_dir else None,
+    )
     print(f"audit: {len(result)} dataset(s) -> {args.out}/audit.json, audit.html, table1.md", file=sys.stderr)
     return 0
 

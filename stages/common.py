@@ -1,4 +1,5 @@
 """What every stage entry point does the same way: read a params section, list inputs."""
+
 from __future__ import annotations
 
 from pathlib import Path

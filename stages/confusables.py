@@ -3,6 +3,7 @@
 The vocabulary is a corpus of the registry (its words seen ``min_count`` times)
 or a word-list file; output ``lexicons/confusables/<name>.parquet`` and a report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,13 @@ def main(argv=None) -> int:
             words = [w.strip() for w in io.read_text(entry["word_list"]).splitlines() if w.strip()]
         g2p = get_g2p(entry["lang"])
         table, report = build_confusables(
-            words, g2p, k=int(entry.get("k", 3)), workers=int(entry.get("workers", 0)),
-            progress=lambda stage, done, total: print(f"confusables {args.name}: stage {stage}: {done}/{total} settled",
-                                                      file=sys.stderr),
+            words,
+            g2p,
+            k=int(entry.get("k", 3)),
+            workers=int(entry.get("workers", 0)),
+            progress=lambda stage, done, total: print(
+                f"confusables {args.name}: stage {stage}: {done}/{total} settled", file=sys.stderr
+            ),
         )
     except (io.InputError, ValueError) as exc:
         print(f"error: confusables {args.name}: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ Inputs: corpora of the registry (``data/segments/<corpus>.parquet``); a corpus n
 ``segments.parquet`` (with splits), ``sequences.parquet``, ``tokenizer/`` and
 ``report.json`` (split sizes, duplicates, oversampling, label distribution per split).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,14 @@ from pipeline import io
 from pipeline.audit import audit
 from pipeline.schema import concat
 from pipeline.sequences import build_sequences, train_tokenizer
-from pipeline.splits import (apply_splits, assign_splits, drop_train_duplicates, duplicates_across_splits, marks_of,
-                             oversample_questions)
+from pipeline.splits import (
+    apply_splits,
+    assign_splits,
+    drop_train_duplicates,
+    duplicates_across_splits,
+    marks_of,
+    oversample_questions,
+)
 from stages.common import load_params
 
 
@@ -33,8 +40,9 @@ def load_tokenizer(spec: str, table: pa.Table, vocab_size: int, lowercase: bool)
     if spec == "train":
         words = pc.list_flatten(table.filter(pc.equal(table["split"], "train"))["words"]).to_pylist()
         return train_tokenizer(iter(words), vocab_size=vocab_size, lowercase=lowercase)
-    from pipeline.model import pretrained_path
     from transformers import AutoTokenizer
+
+    from pipeline.model import pretrained_path
 
     return AutoTokenizer.from_pretrained(pretrained_path(spec))
 
@@ -51,8 +59,11 @@ def step_split(entry: dict, name: str, data_dir: Path) -> None:
     fixed = {**{c: "test" for c in split_params.get("test_corpora", [])}, **split_params.get("fixed", {})}
     for corpus, split_name in fixed.items():
         table = io.read_segments(data_dir / "segments" / f"{corpus}.parquet")
-        fixed_tables.append(table.set_column(table.schema.get_field_index("split"), "split",
-                                             pa.array([split_name] * table.num_rows, pa.string())))
+        fixed_tables.append(
+            table.set_column(
+                table.schema.get_field_index("split"), "split", pa.array([split_name] * table.num_rows, pa.string())
+            )
+        )
     table = concat(tables)
     report = {}
     min_marks = int(split_params.get("min_marks", 0))
@@ -72,8 +83,13 @@ def step_split(entry: dict, name: str, data_dir: Path) -> None:
         for doc, labels in zip(table["doc_id"].to_pylist(), table["labels"].to_pylist()):
             strata[doc] = marks_of(labels) if doc not in strata else strata[doc] + "|" + marks_of(labels)
     if table.num_rows:
-        assignment = assign_splits(table["doc_id"].to_pylist(), ratios=split_params.get("ratios"),
-                                   counts=split_params.get("counts"), seed=seed, strata=strata)
+        assignment = assign_splits(
+            table["doc_id"].to_pylist(),
+            ratios=split_params.get("ratios"),
+            counts=split_params.get("counts"),
+            seed=seed,
+            strata=strata,
+        )
         table = apply_splits(table, assignment)
     if fixed_tables:
         table = concat([table, *fixed_tables])
@@ -101,11 +117,18 @@ def step_oversample(entry: dict, name: str, data_dir: Path) -> None:
 
         train_part = table.filter(pc.equal(table["split"], "train"))
         vocabulary = sorted({w for ws in train_part["words"].to_pylist() for w in ws})
-        copies = [augmented(train_part, augment, copy, seed, vocabulary, None) for copy in range(int(augment.get("copies", 1)))]
+        copies = [
+            augmented(train_part, augment, copy, seed, vocabulary, None)
+            for copy in range(int(augment.get("copies", 1)))
+        ]
         before = sum(len(w) for w in train_part["words"].to_pylist())
         after = sum(len(w) for c in copies for w in c["words"].to_pylist()) / max(len(copies), 1)
-        report["augmentation"] = {"kind": augment.get("kind"), "copies": len(copies), "train_words": before,
-                                  "augmented_words_per_copy": round(after, 1)}
+        report["augmentation"] = {
+            "kind": augment.get("kind"),
+            "copies": len(copies),
+            "train_words": before,
+            "augmented_words_per_copy": round(after, 1),
+        }
     io.write_parquet(table, out / "oversampled.parquet")
     io.write_parquet(concat(copies), out / "augmented.parquet")
     io.write_json(report, out / "oversample_report.json")
@@ -116,19 +139,30 @@ def step_sequences(entry: dict, name: str, data_dir: Path) -> None:
     out = data_dir / "datasets" / name
     table = io.read_segments(out / "oversampled.parquet")
     seq = entry.get("sequences", {})
-    tokenizer = load_tokenizer(seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)),
-                               bool(seq.get("lowercase", False)))
-    options = dict(max_len=int(seq.get("max_len", 256)), mode=seq.get("mode", "chunk"),
-                   stride=int(seq.get("stride", 0)), slot_filling=bool(seq.get("slot_filling", False)))
+    tokenizer = load_tokenizer(
+        seq.get("tokenizer", "train"), table, int(seq.get("vocab_size", 2000)), bool(seq.get("lowercase", False))
+    )
+    options = dict(
+        max_len=int(seq.get("max_len", 256)),
+        mode=seq.get("mode", "chunk"),
+        stride=int(seq.get("stride", 0)),
+        slot_filling=bool(seq.get("slot_filling", False)),
+    )
     from pipeline.model import save_tokenizer
 
     save_tokenizer(tokenizer, out / "tokenizer")
     if seq.get("engine"):  # sharded, streaming: sequences.parquet is a directory of part files
         from pipeline.engine import sequences_sharded
 
-        counts = sequences_sharded(out / "oversampled.parquet", out / "tokenizer", out / "sequences.parquet",
-                                   engine=seq["engine"], workers=int(seq.get("workers", 0)),
-                                   shard_rows=int(seq.get("shard_rows", 20_000)), **options)
+        counts = sequences_sharded(
+            out / "oversampled.parquet",
+            out / "tokenizer",
+            out / "sequences.parquet",
+            engine=seq["engine"],
+            workers=int(seq.get("workers", 0)),
+            shard_rows=int(seq.get("shard_rows", 20_000)),
+            **options,
+        )
     else:
         sequences, counts = build_sequences(table, tokenizer, **options)
         io.write_parquet(sequences, out / "sequences.parquet")
@@ -138,14 +172,18 @@ def step_sequences(entry: dict, name: str, data_dir: Path) -> None:
         if (out / part).exists():
             report.update(json.loads((out / part).read_text()))
     report["sequences"] = dict(counts)
-    pooled = table.set_column(table.schema.get_field_index("corpus"), "corpus", pa.array([name] * table.num_rows, pa.string()))
+    pooled = table.set_column(
+        table.schema.get_field_index("corpus"), "corpus", pa.array([name] * table.num_rows, pa.string())
+    )
     report["distribution"] = audit([pooled], expected_splits=("train", "dev", "test"))
     if len(set(table["corpus"].to_pylist())) > 1:
         report["per_corpus"] = audit([table])
     io.write_json(report, out / "report.json")
     splits = report["distribution"].get(name, {}).get("splits", {})
-    print(f"dataset {name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
-          file=sys.stderr)
+    print(
+        f"dataset {name}: " + ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
+        file=sys.stderr,
+    )
 
 
 STEPS = {"split": step_split, "oversample": step_oversample, "sequences": step_sequences}

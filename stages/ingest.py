@@ -1,4 +1,5 @@
 """DVC stage: ingest one corpus of the registry (``corpora.<name>`` in the params file)."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,16 @@ def _sharded(args, reader, lang, files, engine, options) -> int:
         print(f"error: corpus {args.corpus}: engine runs the text reader, not {reader!r}", file=sys.stderr)
         return 2
     try:
-        report = ingest_text_sharded(files, lang, args.corpus, f"{args.out_dir}/segments/{args.corpus}.parquet",
-                                     engine, int(options.get("workers", 0)), int(options.get("shard_lines", 100_000)),
-                                     options.get("quoting", "none"))
+        report = ingest_text_sharded(
+            files,
+            lang,
+            args.corpus,
+            f"{args.out_dir}/segments/{args.corpus}.parquet",
+            engine,
+            int(options.get("workers", 0)),
+            int(options.get("shard_lines", 100_000)),
+            options.get("quoting", "none"),
+        )
     except (io.InputError, ValueError) as exc:
         print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
         return 2

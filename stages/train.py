@@ -6,6 +6,7 @@ checkpoint in ``models/<name>/``, and writes ``reports/train_<name>.json`` (metr
 per-class P/R/F1, overall, macro F1, SER, 4/3/2-class merges, per language),
 ``reports/train_<name>_steps.csv`` (loss per step) and ``reports/train_<name>_confusion.csv``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,16 +38,28 @@ def main(argv=None) -> int:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
-    split = lambda name: segments.filter(pc.equal(segments["split"], name))
-    seq = dict(max_len=int(params.get("max_len", 256)), mode=params.get("mode", "chunk"),
-               slot_filling=bool(params.get("slot_filling", False)))
+
+    def split(name):
+        return segments.filter(pc.equal(segments["split"], name))
+
+    seq = dict(
+        max_len=int(params.get("max_len", 256)),
+        mode=params.get("mode", "chunk"),
+        slot_filling=bool(params.get("slot_filling", False)),
+    )
     dev = build_sequences(split("dev"), tokenizer, **seq)[0]
     test = build_sequences(split("test"), tokenizer, **seq)[0]
     model = build_model(params, tokenizer)
     out = Path(args.models_dir) / args.name
-    history = train(model, tokenizer, split("train"), dev, params,
-                    checkpoint=lambda m: save_checkpoint(m, tokenizer, params, out),
-                    log=lambda msg: print(f"train {args.name}: {msg}", file=sys.stderr))
+    history = train(
+        model,
+        tokenizer,
+        split("train"),
+        dev,
+        params,
+        checkpoint=lambda m: save_checkpoint(m, tokenizer, params, out),
+        log=lambda msg: print(f"train {args.name}: {msg}", file=sys.stderr),
+    )
     device = device_of(params.get("device", "auto"))
     best, _, _ = load_checkpoint(out, device)
     result = {"device": device, "epochs": len(history["epochs"]), "steps": len(history["steps"])}
@@ -69,7 +82,9 @@ def main(argv=None) -> int:
                 writer.writerow([gold, pred, matrix["percent"][i][j]])
     io.write_text(confusion.getvalue(), reports / f"train_{args.name}_confusion.csv")
     overall = result["test"]["overall"]["overall"] if result["test"] else {}
-    print(f"train {args.name}: test overall F1 {overall.get('f1')}, {result['steps']} steps on {device}", file=sys.stderr)
+    print(
+        f"train {args.name}: test overall F1 {overall.get('f1')}, {result['steps']} steps on {device}", file=sys.stderr
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Transfer of reference punctuation onto ASR hypotheses."""
+
 import numpy as np
 import pyarrow.compute as pc
 import pytest
@@ -17,21 +18,28 @@ EN = get_language("en")
 # Guerreiro et al. 2021, Figure 2: REF, ASR and the published RES (lowercased; the
 # OCR'd "7" of the fourth RES is its question mark)
 FIGURE_2 = [
-    ("And that’s my cousin and my sister’s dog , Gabby .",
-     "and that’s my cousin and my sister’s dog every",
-     "and that’s my cousin and my sister’s dog, every."),
-    ("As Juan said, it’s the condition that scientists call synesthesia , an unusual cross-talk between the senses .",
-     "as kwan said it’s a condition that scientists call soonest easier when usual course talk between the fences",
-     "as kwan said, it’s a condition that scientists call soonest easier when usual course talk between the fences."),
-    ("Well you can’t get much bigger than Pi , the mathematical constant .",
-     "well you can’t get much bigger than empowering the mathematical constant",
-     "well you can’t get much bigger than empowering, the mathematical constant."),
-    ("is it a happy word , or a sad word ?",
-     "is it a happy word was sad word",
-     "is it a happy word, was sad word?"),
-    ("Well if 100 , if we think of 100 as being like a square , 75 would look like this .",
-     "well it’s a hundred we think of a hundred as of being a like a square seventy five would look like this",
-     "well it’s a hundred, we think of a hundred as of being a like a square, seventy five would look like this."),
+    (
+        "And that’s my cousin and my sister’s dog , Gabby .",
+        "and that’s my cousin and my sister’s dog every",
+        "and that’s my cousin and my sister’s dog, every.",
+    ),
+    (
+        "As Juan said, it’s the condition that scientists call synesthesia ,"
+        " an unusual cross-talk between the senses .",
+        "as kwan said it’s a condition that scientists call soonest easier when usual course talk between the fences",
+        "as kwan said, it’s a condition that scientists call soonest easier when usual course talk between the fences.",
+    ),
+    (
+        "Well you can’t get much bigger than Pi , the mathematical constant .",
+        "well you can’t get much bigger than empowering the mathematical constant",
+        "well you can’t get much bigger than empowering, the mathematical constant.",
+    ),
+    ("is it a happy word , or a sad word ?", "is it a happy word was sad word", "is it a happy word, was sad word?"),
+    (
+        "Well if 100 , if we think of 100 as being like a square , 75 would look like this .",
+        "well it’s a hundred we think of a hundred as of being a like a square seventy five would look like this",
+        "well it’s a hundred, we think of a hundred as of being a like a square, seventy five would look like this.",
+    ),
 ]
 
 
@@ -42,8 +50,9 @@ def transfer(ref_text, hyp_text, policy="guerreiro", verbalizer="en"):
     seg_end = np.zeros(len(words), dtype=bool)
     seg_end[-1] = True
     hyp_words = hyp_text.split()
-    result = align_document(words, codes, seg_end, hyp_words, policy,
-                            get_verbalizer(verbalizer) if verbalizer else None)
+    result = align_document(
+        words, codes, seg_end, hyp_words, policy, get_verbalizer(verbalizer) if verbalizer else None
+    )
     return render(hyp_words, [LABELS[c] for c in result.hyp_codes]), result
 
 
@@ -72,7 +81,7 @@ def test_numbers_to_words_need_the_grammar():
     with_grammar, result = transfer(ref, hyp)
     assert with_grammar == "it costs seventy five dollars, or nineteen ninety prices."
     assert result.substitutions == result.deletions == result.insertions == 0
-    without, result = transfer(ref, hyp, verbalizer=None)
+    _without, result = transfer(ref, hyp, verbalizer=None)
     assert result.substitutions + result.deletions + result.insertions > 0
 
 
@@ -118,27 +127,30 @@ def test_mismatched_documents_flagged_by_wer():
     hyp = _table("hyp", [["stock", "prices", "fell", "sharply", "again", "today"]])
     with pytest.raises(AlignmentError, match=r"WER 1.000 exceeds 0.5.*not the same documents"):
         align_tables(ref, hyp)
-    out, report = align_tables(ref, hyp, force=True, max_wer=0.5)
+    _out, report = align_tables(ref, hyp, force=True, max_wer=0.5)
     assert report["wer"]["wer"] == 1.0
 
 
 def test_documents_paired_by_id_or_order():
-    ref = segments_table("ref", "en", ["a", "b"], [0, 0], [["one", "two"], ["three", "four"]],
-                         [["O", "PERIOD"], ["O", "QUESTION"]])
-    hyp = segments_table("hyp", "en", ["b", "a"], [0, 0], [["three", "four"], ["one", "two"]],
-                         [["O", "O"], ["O", "O"]])
+    ref = segments_table(
+        "ref", "en", ["a", "b"], [0, 0], [["one", "two"], ["three", "four"]], [["O", "PERIOD"], ["O", "QUESTION"]]
+    )
+    hyp = segments_table("hyp", "en", ["b", "a"], [0, 0], [["three", "four"], ["one", "two"]], [["O", "O"], ["O", "O"]])
     out, _ = align_tables(ref, hyp)
     assert out["labels"].to_pylist() == [["O", "QUESTION"], ["O", "PERIOD"]]
     with pytest.raises(AlignmentError, match="no reference document of the same id"):
         align_tables(ref, segments_table("hyp", "en", ["a", "zzz"], [0, 0], [["one"], ["two"]], [["O"], ["O"]]))
-    by_order = segments_table("hyp", "en", ["x", "y"], [0, 0], [["one", "two"], ["three", "four"]],
-                              [["O", "O"], ["O", "O"]])
+    by_order = segments_table(
+        "hyp", "en", ["x", "y"], [0, 0], [["one", "two"], ["three", "four"]], [["O", "O"], ["O", "O"]]
+    )
     out, _ = align_tables(ref, by_order, pair_by="order")
     assert out["labels"].to_pylist() == [["O", "PERIOD"], ["O", "QUESTION"]]
 
 
 def test_hypothesis_segmentation_kept():
-    ref = _table("ref", [["i", "came"], ["i", "saw", "i", "conquered"]], [["O", "PERIOD"], ["O", "COMMA", "O", "PERIOD"]])
+    ref = _table(
+        "ref", [["i", "came"], ["i", "saw", "i", "conquered"]], [["O", "PERIOD"], ["O", "COMMA", "O", "PERIOD"]]
+    )
     hyp = _table("hyp", [["i", "came", "i"], ["saw", "i", "conquered"]])
     out, _ = align_tables(ref, hyp)
     assert out["words"].to_pylist() == [["i", "came", "i"], ["saw", "i", "conquered"]]

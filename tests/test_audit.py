@@ -6,7 +6,10 @@ from pipeline.schema import segments_table
 
 def test_sentence_lengths_span_segments_not_documents():
     table = segments_table(
-        "c", "en", ["a", "a", "b"], [0, 1, 0],
+        "c",
+        "en",
+        ["a", "a", "b"],
+        [0, 1, 0],
         [["w1", "w2"], ["w3", "w4", "w5"], ["x1", "x2", "x3"]],
         [["O", "O"], ["PERIOD", "O", "QUESTION"], ["O", "PERIOD", "O"]],
     )

@@ -1,4 +1,5 @@
 """The audit a person reads: Table 1 and 2 of Alam 2020, splits, the HTML page in a real browser."""
+
 import json
 import shutil
 import subprocess
@@ -14,7 +15,12 @@ from stages.audit import write_outputs
 
 # Alam et al. 2020, Table 1 rows (as printed) and Table 2 (mean, std)
 TABLE_1 = {
-    "iwslt_en/dev2012": ("en", "| 295800 | 18910 (6.39%) | 22451 (7.59%) | 1517 (0.51%) | 252922 (85.5%) |", 13.5, 10.7),
+    "iwslt_en/dev2012": (
+        "en",
+        "| 295800 | 18910 (6.39%) | 22451 (7.59%) | 1517 (0.51%) | 252922 (85.5%) |",
+        13.5,
+        10.7,
+    ),
     "iwslt_en/test2011": ("en", "| 12626 | 807 (6.39%) | 830 (6.57%) | 46 (0.36%) | 10943 (86.67%) |", 13.8, 9.6),
     "iwslt_en/test2011asr": ("en", "| 12822 | 809 (6.31%) | 798 (6.22%) | 35 (0.27%) | 11180 (87.19%) |", 14.2, 9.7),
     "bangla/dev": ("bn", "| 179371 | 13161 (7.34%) | 7544 (4.21%) | 534 (0.3%) | 158132 (88.16%) |", 12.1, 7.2),
@@ -24,8 +30,10 @@ TABLE_1 = {
 
 @pytest.fixture(scope="module")
 def paper_tables(shared):
-    return [get_reader("tsv")([shared / f"{name}.tsv"], lang=lang, corpus=name).table
-            for name, (lang, *_) in TABLE_1.items()]
+    return [
+        get_reader("tsv")([shared / f"{name}.tsv"], lang=lang, corpus=name).table
+        for name, (lang, *_) in TABLE_1.items()
+    ]
 
 
 def test_table_1_reproduced_exactly(paper_tables):
@@ -48,17 +56,27 @@ def test_table_2_std_and_the_constant_in_the_means(paper_tables):
 
 def _table(corpus, rows):
     """rows: (doc, split, words, labels)"""
-    return segments_table(corpus, "en", [r[0] for r in rows], list(range(len(rows))), [r[2] for r in rows],
-                          [r[3] for r in rows], [r[1] for r in rows])
+    return segments_table(
+        corpus,
+        "en",
+        [r[0] for r in rows],
+        list(range(len(rows))),
+        [r[2] for r in rows],
+        [r[3] for r in rows],
+        [r[1] for r in rows],
+    )
 
 
 def test_splits_drift_oov_leakage():
-    table = _table("c", [
-        ("a", "train", ["the", "cat", "sat"], ["O", "O", "PERIOD"]),
-        ("b", "train", ["a", "dog", "ran"], ["O", "COMMA", "PERIOD"]),
-        ("c", "dev", ["the", "bird", "sang"], ["O", "O", "QUESTION"]),
-        ("a", "test", ["the", "cat", "sat"], ["O", "O", "PERIOD"]),  # leaked document and segment
-    ])
+    table = _table(
+        "c",
+        [
+            ("a", "train", ["the", "cat", "sat"], ["O", "O", "PERIOD"]),
+            ("b", "train", ["a", "dog", "ran"], ["O", "COMMA", "PERIOD"]),
+            ("c", "dev", ["the", "bird", "sang"], ["O", "O", "QUESTION"]),
+            ("a", "test", ["the", "cat", "sat"], ["O", "O", "PERIOD"]),  # leaked document and segment
+        ],
+    )
     result = audit([table], drift_threshold=1.0)["c"]
     assert set(result["splits"]) == {"train", "dev", "test"}
     assert result["splits"]["dev"]["oov_rate"] == pytest.approx(100 * 2 / 3, abs=0.01)
@@ -110,19 +128,33 @@ def test_html_report_in_headless_chromium(tmp_path, root):
         if os.environ.get("PUNCT_REQUIRE_CORPORA"):
             pytest.fail(message)
         pytest.skip(message)
-    tables = [get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks").table,
-              get_reader("text")([root / "corpora/samples/bn/news.txt"], lang="bn", corpus="bangla").table]
+    tables = [
+        get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks").table,
+        get_reader("text")([root / "corpora/samples/bn/news.txt"], lang="bn", corpus="bangla").table,
+    ]
     write_outputs(tables, tmp_path)
     page = tmp_path / "audit.html"
     html = page.read_text()
     assert html.count('class="chart"') == 4  # label shares and sentence lengths, two datasets
     shot = tmp_path / "shot.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-             "--hide-scrollbars", "--window-size=1400,1400"]
-    proc = subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--hide-scrollbars",
+        "--window-size=1400,1400",
+    ]
+    proc = subprocess.run(
+        [browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert shot.exists(), proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console
@@ -144,13 +176,23 @@ def test_metrics_diff_shows_changed_shares(root, tmp_path):
     repo.mkdir()
     _copy_repo(root, repo)
     _dvc(["repro", "audit"], repo)
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
     subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True, env=env)
     params = (repo / "params.yaml").read_text()
-    (repo / "params.yaml").write_text(params.replace("    input: corpora/samples/ms/ayat.txt\n    spoken: true\n",
-                                                     "    input: corpora/samples/ms/ayat.txt\n    spoken: false\n"))
+    (repo / "params.yaml").write_text(
+        params.replace(
+            "    input: corpora/samples/ms/ayat.txt\n    spoken: true\n",
+            "    input: corpora/samples/ms/ayat.txt\n    spoken: false\n",
+        )
+    )
     _dvc(["repro", "audit"], repo)
     diff = _dvc(["metrics", "diff", "--json"], repo)
     changed = json.loads(diff)["reports/audit.json"]

@@ -23,8 +23,22 @@ def test_commands_listed():
 
 def test_ingest_then_audit(tmp_path, root):
     out = tmp_path / "talks.parquet"
-    rc = main(["ingest", "--reader", "text", "--lang", "en", "--corpus", "talks",
-               str(root / "corpora/samples/en/talks.txt"), "--out", str(out), "--stats", str(tmp_path / "s.json")])
+    rc = main(
+        [
+            "ingest",
+            "--reader",
+            "text",
+            "--lang",
+            "en",
+            "--corpus",
+            "talks",
+            str(root / "corpora/samples/en/talks.txt"),
+            "--out",
+            str(out),
+            "--stats",
+            str(tmp_path / "s.json"),
+        ]
+    )
     assert rc == 0 and out.exists()
     stats = json.loads((tmp_path / "s.json").read_text())
     assert stats["words"] > 200 and stats["blank_lines"] == 2
@@ -43,9 +57,23 @@ def test_bad_input_is_one_line_error_not_traceback(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tO\nb\tWHAT\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "pipeline", "ingest", "--reader", "tsv", "--lang", "en", "--corpus", "x",
-         str(bad), "--out", str(tmp_path / "x.parquet")],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "ingest",
+            "--reader",
+            "tsv",
+            "--lang",
+            "en",
+            "--corpus",
+            "x",
+            str(bad),
+            "--out",
+            str(tmp_path / "x.parquet"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

@@ -1,4 +1,5 @@
 """Offline g2p and exact phoneme-edit-distance confusables."""
+
 import random
 import subprocess
 import sys
@@ -73,8 +74,9 @@ def test_exact_on_every_word_of_a_sparse_vocabulary():
 
     rng = random.Random(11)
     symbols = [f"P{i}" for i in range(40)]
-    sequences = [tuple(rng.choice(symbols[: rng.choice((3, 40))]) for _ in range(rng.randint(1, 40)))
-                 for _ in range(2500)]
+    sequences = [
+        tuple(rng.choice(symbols[: rng.choice((3, 40))]) for _ in range(rng.randint(1, 40))) for _ in range(2500)
+    ]
     neighbours = top_k(sequences, 3)
     strings, _ = encode(sequences)
     index, distance = brute_force_top_k(strings, list(range(len(strings))), 3)
@@ -85,7 +87,7 @@ def test_exact_on_every_word_of_a_sparse_vocabulary():
 
 def test_table_iv_like(en):
     """Zheng 2022 Table IV: like (L AY K) -> alike, liker, eyelike at distance 1."""
-    table, report = build_confusables(["like", "alike", "liker", "eyelike", "dislike", "lichen", "lock"], en)
+    table, _report = build_confusables(["like", "alike", "liker", "eyelike", "dislike", "lichen", "lock"], en)
     rows = table.to_pandas()
     like = rows[rows.word == "like"]
     assert list(like.neighbor) == ["alike", "eyelike", "liker"]  # ties at distance 1 broken by word
@@ -126,13 +128,41 @@ def test_cli(tmp_path, root):
     vocab.write_text("like\nalike\nbike\n123\n")
     from pipeline.cli import main
 
-    assert main(["confusables", "--lang", "en", "--vocab", str(vocab), "--k", "2",
-                 "--out", str(tmp_path / "c.parquet"), "--report", str(tmp_path / "c.json")]) == 0
+    assert (
+        main(
+            [
+                "confusables",
+                "--lang",
+                "en",
+                "--vocab",
+                str(vocab),
+                "--k",
+                "2",
+                "--out",
+                str(tmp_path / "c.parquet"),
+                "--report",
+                str(tmp_path / "c.json"),
+            ]
+        )
+        == 0
+    )
     table = pq.read_table(tmp_path / "c.parquet")
     assert table.column_names == ["word", "phonemes", "neighbor", "neighbor_phonemes", "distance", "rank", "homophone"]
     assert table.num_rows == 6
-    assert main(["confusables", "--lang", "en", "--vocab", str(tmp_path / "missing.txt"),
-                 "--out", str(tmp_path / "x.parquet")]) == 2
+    assert (
+        main(
+            [
+                "confusables",
+                "--lang",
+                "en",
+                "--vocab",
+                str(tmp_path / "missing.txt"),
+                "--out",
+                str(tmp_path / "x.parquet"),
+            ]
+        )
+        == 2
+    )
 
 
 def test_web2_sample(shared, en):

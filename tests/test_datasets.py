@@ -1,4 +1,5 @@
 """From labelled segments to model-ready datasets: splits, oversampling, augmentation, sequences, exports."""
+
 from collections import Counter
 from pathlib import Path
 
@@ -12,15 +13,25 @@ from pipeline.augment import alam, three_r
 from pipeline.io import write_parquet
 from pipeline.schema import segments_table
 from pipeline.sequences import build_sequences, export_nemo, export_tsv, train_tokenizer, words_from_sequences
-from pipeline.splits import (apply_splits, assign_splits, drop_train_duplicates, duplicates_across_splits,
-                             oversample_questions, question_share)
+from pipeline.splits import (
+    apply_splits,
+    assign_splits,
+    drop_train_duplicates,
+    duplicates_across_splits,
+    oversample_questions,
+    question_share,
+)
 
 
 @pytest.fixture(scope="module")
 def news(shared):
     """Bangla news articles (one document each), the stand-in corpus of the Bangla recipe."""
-    return get_reader("news_json")([shared / "bangla_news/articles_2025-12-29.json"], lang="bn", corpus="bn_news",
-                                   fields={"title": "headline", "text": "article", "source": "paper_name", "id": "url"}).table
+    return get_reader("news_json")(
+        [shared / "bangla_news/articles_2025-12-29.json"],
+        lang="bn",
+        corpus="bn_news",
+        fields={"title": "headline", "text": "article", "source": "paper_name", "id": "url"},
+    ).table
 
 
 def test_splits_are_stable_and_disjoint(news):
@@ -42,15 +53,24 @@ def test_splits_are_stable_and_disjoint(news):
 
 
 def test_duplicate_report_and_drop():
-    table = segments_table("c", "en", ["a", "b", "c"], [0, 0, 0], [["hello", "there"], ["hello", "there"], ["bye"]],
-                           [["O", "PERIOD"], ["O", "PERIOD"], ["PERIOD"]], ["train", "test", "dev"])
+    table = segments_table(
+        "c",
+        "en",
+        ["a", "b", "c"],
+        [0, 0, 0],
+        [["hello", "there"], ["hello", "there"], ["bye"]],
+        [["O", "PERIOD"], ["O", "PERIOD"], ["PERIOD"]],
+        ["train", "test", "dev"],
+    )
     assert duplicates_across_splits(table) == Counter({"test+train": 1})
     kept, dropped = drop_train_duplicates(table)
     assert dropped == 1 and kept["split"].to_pylist() == ["test", "dev"]
 
 
 def test_question_oversampling_train_only(news):
-    table = apply_splits(news, assign_splits(news["doc_id"].to_pylist(), ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=1))
+    table = apply_splits(
+        news, assign_splits(news["doc_id"].to_pylist(), ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=1)
+    )
     before_rest = table.filter(pc.not_equal(table["split"], "train"))
     out, report = oversample_questions(table, 0.02, seed=3)
     train = out.filter(pc.equal(out["split"], "train"))
@@ -70,7 +90,9 @@ def test_augmentation_rates_on_100k_words():
     counts = Counter()
     vocab = ["a", "b", "c"]
     for _ in range(2000):
-        three_r(["like"] * 60, ["O"] * 60, rng, vocabulary=vocab, confusables={"like": ["alike", "bike"]}, counts=counts)
+        three_r(
+            ["like"] * 60, ["O"] * 60, rng, vocabulary=vocab, confusables={"like": ["alike", "bike"]}, counts=counts
+        )
     for op in ("deleted", "substituted", "phoneme_edited"):
         assert abs(counts[op] / counts["tokens"] - 0.05) <= 0.005, op
 
@@ -90,10 +112,14 @@ def test_rwd_forward_label_rule_table_i():
     labels = ["O", "O", "COMMA", "O", "O", "PERIOD"]
     # Scenario 1: deleting "mom" removes its label
     assert three_r(words, labels, _Fixed([0.9, 0.9, 0.9, 0.01, 0.9, 0.9])) == (
-        ["i", "like", "cooking", "and", "dad"], ["O", "O", "COMMA", "O", "PERIOD"])
+        ["i", "like", "cooking", "and", "dad"],
+        ["O", "O", "COMMA", "O", "PERIOD"],
+    )
     # Scenario 2: deleting "dad" keeps its PERIOD on the word before it
     assert three_r(words, labels, _Fixed([0.9, 0.9, 0.9, 0.9, 0.9, 0.01])) == (
-        ["i", "like", "cooking", "mom", "and"], ["O", "O", "COMMA", "O", "PERIOD"])
+        ["i", "like", "cooking", "mom", "and"],
+        ["O", "O", "COMMA", "O", "PERIOD"],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +128,12 @@ def dev_sample(shared):
     return table.set_column(table.schema.get_field_index("split"), "split", pa.array(["train"] * 600))
 
 
-@pytest.mark.parametrize("mode,stride,slot", [("chunk", 0, False), ("segment", 0, False), ("chunk", 8, False), ("chunk", 0, True)])
+@pytest.mark.parametrize(
+    "mode,stride,slot", [("chunk", 0, False), ("segment", 0, False), ("chunk", 8, False), ("chunk", 0, True)]
+)
 def test_sequences_fit_and_reconstruct(dev_sample, mode, stride, slot):
     tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
-    sequences, counts = build_sequences(dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot)
+    sequences, _counts = build_sequences(dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot)
     assert max(len(ids) for ids in sequences["input_ids"].to_pylist()) <= 48
     recovered = words_from_sequences(sequences, tokenizer)[("dev2012", "train")]
     gold = [l for labels in dev_sample["labels"].to_pylist() for l in labels]
@@ -145,11 +173,21 @@ def test_corpus_tokenizer_is_the_same_every_run(dev_sample, tmp_path):
 
     words = [w for ws in dev_sample["words"].to_pylist() for w in ws]
     (tmp_path / "words.txt").write_text("\n".join(words), encoding="utf-8")
-    script = ("import sys; from pipeline.sequences import train_tokenizer; "
-              "words = open(sys.argv[1], encoding='utf-8').read().split('\\n'); "
-              "print(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str())")
-    runs = {subprocess.run([sys.executable, "-c", script, str(tmp_path / "words.txt")], capture_output=True, text=True,
-                           check=True, cwd=Path(__file__).parent.parent).stdout for _ in range(3)}
+    script = (
+        "import sys; from pipeline.sequences import train_tokenizer; "
+        "words = open(sys.argv[1], encoding='utf-8').read().split('\\n'); "
+        "print(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str())"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "words.txt")],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent.parent,
+        ).stdout
+        for _ in range(3)
+    }
     runs.add(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str() + "\n")
     assert len(runs) == 1
     assert len(train_tokenizer(iter(words), vocab_size=1500)) == 1500

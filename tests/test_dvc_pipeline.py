@@ -1,4 +1,5 @@
 """`dvc repro` of the default pipeline in a fresh copy of the repository."""
+
 import hashlib
 import json
 import shutil
@@ -10,8 +11,9 @@ import yaml
 
 
 def _copy_repo(root, dest):
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     for name in filter(None, files):
         src = root / name
         if src.is_file():
@@ -21,8 +23,13 @@ def _copy_repo(root, dest):
 
 
 def _dvc(args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"DVC_NO_ANALYTICS": "1", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": str(cwd)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "dvc", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"DVC_NO_ANALYTICS": "1", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": str(cwd)},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -1,4 +1,5 @@
 """Sharded streaming stages: local process pool and Dask give byte-identical output; a killed worker."""
+
 import hashlib
 import os
 import signal
@@ -105,16 +106,24 @@ def test_ingest_stage_with_an_engine(tmp_path, shared, root):
     from stages import ingest
 
     params = tmp_path / "params.yaml"
-    entry = {"reader": "text", "lang": "ta", "input": str(shared / "indic/flores/tam_Taml.devtest"),
-             "quoting": "csv", "engine": "local", "workers": 2, "shard_lines": 300}
+    entry = {
+        "reader": "text",
+        "lang": "ta",
+        "input": str(shared / "indic/flores/tam_Taml.devtest"),
+        "quoting": "csv",
+        "engine": "local",
+        "workers": 2,
+        "shard_lines": 300,
+    }
     params.write_text(yaml.safe_dump({"corpora": {"tamil": entry}}))
     assert ingest.main(["tamil", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 0
     out = tmp_path / "data/segments/tamil.parquet"
     assert out.is_dir() and len(list(out.glob("part-*.parquet"))) == 4
     from corpora import get_reader
 
-    direct = get_reader("text")([shared / "indic/flores/tam_Taml.devtest"], lang="ta", corpus="tamil",
-                                doc_boundary="line", quoting="csv").table
+    direct = get_reader("text")(
+        [shared / "indic/flores/tam_Taml.devtest"], lang="ta", corpus="tamil", doc_boundary="line", quoting="csv"
+    ).table
     sharded = read_segments(out)
     assert sharded["words"].to_pylist() == direct["words"].to_pylist()
     assert sharded["labels"].to_pylist() == direct["labels"].to_pylist()

@@ -1,6 +1,8 @@
 """Align and sequences as sharded stages: the same output as the unsharded functions, the same bytes
 from the local pool (1 or 2 workers) and Dask, whole-corpus checks before anything is written."""
+
 import hashlib
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
@@ -8,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from pipeline.align import AlignmentError, align_tables
-from pipeline.engine import align_sharded, read_row_shard, row_shards, run_sharded, sequences_sharded
+from pipeline.engine import align_sharded, read_row_shard, row_shards, sequences_sharded
 from pipeline.io import InputError, read_segments, write_parquet
 from pipeline.schema import concat, segments_table
 from pipeline.sequences import build_sequences, train_tokenizer
@@ -30,8 +32,14 @@ def asr_like(table: pa.Table) -> pa.Table:
                 continue
             out.append("uh" if position % 17 == 0 else w)
         words.append(out)
-    return segments_table("talks_asr", "en", table["doc_id"], table["seg_id"], pa.array(words, pa.list_(pa.string())),
-                          pa.array([["O"] * len(w) for w in words], pa.list_(pa.string())))
+    return segments_table(
+        "talks_asr",
+        "en",
+        table["doc_id"],
+        table["seg_id"],
+        pa.array(words, pa.list_(pa.string())),
+        pa.array([["O"] * len(w) for w in words], pa.list_(pa.string())),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +60,13 @@ def talks(shared, tmp_path_factory):
 
 
 def test_row_shards_never_split_a_document(talks):
-    folder, ref, hyp = talks
+    folder, _ref, hyp = talks
     shards = row_shards(folder / "hyp.parquet", 100)
     assert len(shards) > 5
     tables = [read_row_shard(s) for s in shards]
     assert sum(t.num_rows for t in tables) == hyp.num_rows
     docs_per_shard = [set(t["doc_id"].to_pylist()) for t in tables]
-    for a, b in zip(docs_per_shard, docs_per_shard[1:]):
+    for a, b in itertools.pairwise(docs_per_shard):
         assert not a & b  # a document lies in one shard
     assert concat(tables)["words"].to_pylist() == hyp["words"].to_pylist()
 
@@ -70,8 +78,16 @@ def test_align_sharded_equals_unsharded_on_every_engine(talks, tmp_path):
     whole, whole_report = align_tables(ref, hyp, corpus="aligned", workers=1, verbalizer=verbalizer_or_none("en"))
     runs = {}
     for name, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        runs[name] = align_sharded(folder / "ref.parquet", folder / "hyp.parquet", tmp_path / name, lang="en",
-                                   corpus="aligned", engine=engine, workers=workers, shard_rows=150)
+        runs[name] = align_sharded(
+            folder / "ref.parquet",
+            folder / "hyp.parquet",
+            tmp_path / name,
+            lang="en",
+            corpus="aligned",
+            engine=engine,
+            workers=workers,
+            shard_rows=150,
+        )
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
     assert len(digests(tmp_path / "one")) == runs["one"]["shards"] > 3
     sharded = read_segments(tmp_path / "one")
@@ -84,10 +100,17 @@ def test_align_sharded_equals_unsharded_on_every_engine(talks, tmp_path):
 
 
 def test_align_sharded_checks_the_whole_corpus_before_writing(talks, tmp_path):
-    folder, ref, hyp = talks
-    with pytest.raises(AlignmentError, match="exceeds 0.01"):
-        align_sharded(folder / "ref.parquet", folder / "hyp.parquet", tmp_path / "out", lang="en", max_wer=0.01,
-                      workers=2, shard_rows=150)
+    folder, _ref, hyp = talks
+    with pytest.raises(AlignmentError, match=r"exceeds 0\.01"):
+        align_sharded(
+            folder / "ref.parquet",
+            folder / "hyp.parquet",
+            tmp_path / "out",
+            lang="en",
+            max_wer=0.01,
+            workers=2,
+            shard_rows=150,
+        )
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
     stray = segments_table("x", "en", ["no-such-talk"], [0], [["hello", "world"]], [["O", "O"]])
     write_parquet(concat([hyp, stray]), tmp_path / "stray.parquet")
@@ -97,7 +120,7 @@ def test_align_sharded_checks_the_whole_corpus_before_writing(talks, tmp_path):
 
 
 def test_a_document_across_part_files_is_refused(talks, tmp_path):
-    folder, ref, hyp = talks
+    _folder, _ref, hyp = talks
     first = hyp.slice(0, 10)
     write_parquet(first.slice(0, 5), tmp_path / "d" / "part-00000.parquet")
     write_parquet(first.slice(5), tmp_path / "d" / "part-00001.parquet")
@@ -109,7 +132,7 @@ def test_sequences_sharded_equal_unsharded_on_every_engine(talks, tmp_path):
     """Chunks pack consecutive segments of a talk, so shards must hold whole talks."""
     import pyarrow.parquet as pq
 
-    folder, ref, hyp = talks
+    _folder, ref, _hyp = talks
     table = ref.set_column(ref.schema.get_field_index("split"), "split", pa.array(["train"] * ref.num_rows))
     write_parquet(table, tmp_path / "segments.parquet")
     tokenizer = train_tokenizer(iter(pc.list_flatten(table["words"]).to_pylist()), vocab_size=3000, lowercase=True)
@@ -117,8 +140,16 @@ def test_sequences_sharded_equal_unsharded_on_every_engine(talks, tmp_path):
     whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8)
     results = {}
     for name, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        results[name] = sequences_sharded(tmp_path / "segments.parquet", tmp_path / "tokenizer", tmp_path / name,
-                                          engine=engine, workers=workers, shard_rows=300, max_len=128, stride=8)
+        results[name] = sequences_sharded(
+            tmp_path / "segments.parquet",
+            tmp_path / "tokenizer",
+            tmp_path / name,
+            engine=engine,
+            workers=workers,
+            shard_rows=300,
+            max_len=128,
+            stride=8,
+        )
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
     sharded = pq.read_table(tmp_path / "one")
     assert results["one"]["shards"] > 3
@@ -135,7 +166,7 @@ def test_align_and_sequences_stages_with_an_engine(talks, tmp_path):
 
     from stages import align, dataset
 
-    folder, ref, hyp = talks
+    folder, _ref, _hyp = talks
     data = tmp_path / "data"
     shutil.copytree(folder / "ref.parquet", data / "segments/talks.parquet")
     shutil.copy(folder / "hyp.parquet", data / "segments/talks_asr.parquet")
@@ -143,16 +174,29 @@ def test_align_and_sequences_stages_with_an_engine(talks, tmp_path):
     params = {
         "alignments": {
             "plain": {"ref": "talks", "hyp": "talks_asr", "lang": "en"},
-            "sharded": {"ref": "talks", "hyp": "talks_asr", "lang": "en", "engine": "local", "workers": 2,
-                        "shard_rows": 200},
+            "sharded": {
+                "ref": "talks",
+                "hyp": "talks_asr",
+                "lang": "en",
+                "engine": "local",
+                "workers": 2,
+                "shard_rows": 200,
+            },
             "by_order": {"ref": "talks", "hyp": "talks_asr", "pair_by": "order", "engine": "local"},
         },
         "datasets": {
-            "plain": {"corpora": ["sharded"], "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
-                      "oversample": {}, "sequences": sequences},
-            "sharded": {"corpora": ["sharded"], "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
-                        "oversample": {}, "sequences": {**sequences, "engine": "dask", "workers": 2,
-                                                        "shard_rows": 200}},
+            "plain": {
+                "corpora": ["sharded"],
+                "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
+                "oversample": {},
+                "sequences": sequences,
+            },
+            "sharded": {
+                "corpora": ["sharded"],
+                "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
+                "oversample": {},
+                "sequences": {**sequences, "engine": "dask", "workers": 2, "shard_rows": 200},
+            },
         },
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
@@ -171,8 +215,10 @@ def test_align_and_sequences_stages_with_an_engine(talks, tmp_path):
         assert dataset.main([name, *common]) == 0
     out = data / "datasets"
     assert (out / "sharded/sequences.parquet").is_dir()
-    assert pq.read_table(out / "sharded/sequences.parquet").to_pylist() == \
-        pq.read_table(out / "plain/sequences.parquet").to_pylist()
+    assert (
+        pq.read_table(out / "sharded/sequences.parquet").to_pylist()
+        == pq.read_table(out / "plain/sequences.parquet").to_pylist()
+    )
 
 
 def test_row_shards_over_many_row_groups(talks, tmp_path):
@@ -180,13 +226,13 @@ def test_row_shards_over_many_row_groups(talks, tmp_path):
     shards together give back every row once, in order."""
     import pyarrow.parquet as pq
 
-    folder, ref, hyp = talks
+    _folder, _ref, hyp = talks
     pq.write_table(hyp, tmp_path / "hyp.parquet", row_group_size=97)
     assert pq.ParquetFile(tmp_path / "hyp.parquet").metadata.num_row_groups > 10
     shards = row_shards(tmp_path / "hyp.parquet", 250)
     tables = [read_row_shard(s) for s in shards]
     assert concat(tables).to_pylist() == hyp.to_pylist()
-    assert all(a.stop == b.start for a, b in zip(shards, shards[1:]))
+    assert all(a.stop == b.start for a, b in itertools.pairwise(shards))
 
 
 def test_ingest_stage_with_an_engine_reports_bad_input(tmp_path, capsys):
@@ -197,10 +243,13 @@ def test_ingest_stage_with_an_engine_reports_bad_input(tmp_path, capsys):
     from stages import ingest
 
     bad = tmp_path / "bad.txt"
-    bad.write_bytes("one line.\n".encode() + b"caf\xe9 au lait.\n")
+    bad.write_bytes(b"one line.\n" + b"caf\xe9 au lait.\n")
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({"corpora": {"bad": {"reader": "text", "lang": "en", "input": str(bad),
-                                                          "engine": "local", "workers": 1}}}))
+    params.write_text(
+        yaml.safe_dump(
+            {"corpora": {"bad": {"reader": "text", "lang": "en", "input": str(bad), "engine": "local", "workers": 1}}}
+        )
+    )
     assert ingest.main(["bad", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 2
     assert "bad.txt" in capsys.readouterr().err
     assert not (tmp_path / "data" / "segments" / "bad.parquet").exists()

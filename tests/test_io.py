@@ -49,7 +49,7 @@ def test_schema_checks():
 def test_not_a_parquet(tmp_path):
     path = tmp_path / "x.parquet"
     path.write_text("nope")
-    with pytest.raises(io.InputError, match="x.parquet: not a readable Parquet"):
+    with pytest.raises(io.InputError, match=r"x\.parquet: not a readable Parquet"):
         io.read_segments(path)
 
 

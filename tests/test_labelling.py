@@ -23,10 +23,12 @@ def pairs(line, lang="en"):
         ("and then…", [("and", "O"), ("then", "PERIOD")]),
         ('"Quoted," she said.', [("quoted", "COMMA"), ("she", "O"), ("said", "PERIOD")]),
         ("(in brackets) yes.", [("in", "O"), ("brackets", "O"), ("yes", "PERIOD")]),
-        ("He said \"no.\" Then left", [("he", "O"), ("said", "O"), ("no", "PERIOD"), ("then", "O"), ("left", "O")]),
+        ('He said "no." Then left', [("he", "O"), ("said", "O"), ("no", "PERIOD"), ("then", "O"), ("left", "O")]),
         ("pi is 3.5, or 10,000.", [("pi", "O"), ("is", "O"), ("3.5", "COMMA"), ("or", "O"), ("10,000", "PERIOD")]),
-        ("Dr. Smith lives in the U.S. now.", [("dr.", "O"), ("smith", "O"), ("lives", "O"), ("in", "O"),
-                                              ("the", "O"), ("u.s.", "O"), ("now", "PERIOD")]),
+        (
+            "Dr. Smith lives in the U.S. now.",
+            [("dr.", "O"), ("smith", "O"), ("lives", "O"), ("in", "O"), ("the", "O"), ("u.s.", "O"), ("now", "PERIOD")],
+        ),
         ("born in the U.S.. Really", [("born", "O"), ("in", "O"), ("the", "O"), ("u.s.", "PERIOD"), ("really", "O")]),
         ("e.g., this", [("e.g.", "COMMA"), ("this", "O")]),
         ("well-known, high-tech", [("well-known", "COMMA"), ("high-tech", "O")]),
@@ -83,7 +85,7 @@ def test_render_round_trip():
 
 
 def test_unknown_language():
-    with pytest.raises(UnknownLanguageError, match="unknown language code 'xx'.*available: .*en"):
+    with pytest.raises(UnknownLanguageError, match=r"unknown language code 'xx'.*available: .*en"):
         get_language("xx")
 
 
@@ -95,9 +97,10 @@ def test_a_split_that_keeps_a_space_is_caught():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    line = "well, hello there. ".encode()
-    leaky = pa.StringArray.from_buffers(1, pa.py_buffer(np.array([0, len(line)], np.int32).tobytes()),
-                                        pa.py_buffer(line + b"\x80"))
+    line = b"well, hello there. "
+    leaky = pa.StringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, len(line)], np.int32).tobytes()), pa.py_buffer(line + b"\x80")
+    )
     leaked = "there. " in pc.list_flatten(pc.utf8_split_whitespace(leaky)).to_pylist()  # True with pyarrow 26.0.1
     labelled = label_lines(leaky, get_language("en"))
     assert labelled.words.to_pylist() == [["well", "hello", "there"]], leaked
@@ -111,12 +114,23 @@ def test_no_word_holds_whitespace_in_real_bangla(shared):
 
     from corpora import get_reader
 
-    tables = [get_reader("tsv")([shared / "bangla" / name], lang="bn", corpus="bn").table
-              for name in ("dev.tsv", "test_news.tsv")]
-    news = get_reader("news_json")([shared / "bangla_news/articles_2025-12-29.json"], lang="bn", corpus="news",
-                                   fields={"title": "headline", "text": "article", "source": "paper_name",
-                                           "date": "publication_date", "id": "url"})
-    for table in tables + [news.table]:
+    tables = [
+        get_reader("tsv")([shared / "bangla" / name], lang="bn", corpus="bn").table
+        for name in ("dev.tsv", "test_news.tsv")
+    ]
+    news = get_reader("news_json")(
+        [shared / "bangla_news/articles_2025-12-29.json"],
+        lang="bn",
+        corpus="news",
+        fields={
+            "title": "headline",
+            "text": "article",
+            "source": "paper_name",
+            "date": "publication_date",
+            "id": "url",
+        },
+    )
+    for table in [*tables, news.table]:
         words = pc.list_flatten(table["words"])
         assert len(words) > 50_000
         assert not pc.any(pc.match_substring_regex(words, r"\s")).as_py()

@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.labels import LABELS, merge_label, merged_labels, label_id
+from pipeline.labels import LABELS, label_id, merge_label, merged_labels
 
 
 def test_label_set_and_priority_order():

@@ -1,26 +1,29 @@
 """Every seed language from its raw sources (readers, normalization, real corpora)."""
+
 import glob
 import json
 import os
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from corpora import get_reader
 from corpora.news_json import load_sources
 from corpora.ted_xml import prepare as prepare_ted
 from pipeline.audit import audit
 from pipeline.io import InputError
-from pipeline.languages import UnknownLanguageError, get_language
 from pipeline.labelling import label_lines
+from pipeline.languages import UnknownLanguageError, get_language
 from pipeline.scripts import dominant_script
 from pipeline.spoken import speak_table
 from pipeline.verbalize import get_verbalizer
 
-from conftest import ROOT
-
-HAND_CHECKED = [line.split("\t") for line in (ROOT / "tests/data/hand_checked.tsv").read_text(encoding="utf-8").splitlines()
-                if line and not line.startswith("#")]
+HAND_CHECKED = [
+    line.split("\t")
+    for line in (ROOT / "tests/data/hand_checked.tsv").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
 REAL = yaml.safe_load((ROOT / "real/params.yaml").read_text())["corpora"]
 
 
@@ -57,8 +60,11 @@ def test_hand_checked_line(row, shared):
     if source.endswith(".xml"):
         talk, seg = key.split(":")
         table = prepare_ted([path], lang, "x").table
-        match = [i for i, (d, s) in enumerate(zip(table["doc_id"].to_pylist(), table["seg_id"].to_pylist()))
-                 if d == talk and s == int(seg) - 1]
+        match = [
+            i
+            for i, (d, s) in enumerate(zip(table["doc_id"].to_pylist(), table["seg_id"].to_pylist()))
+            if d == talk and s == int(seg) - 1
+        ]
         words, labels = table["words"][match[0]].as_py(), table["labels"][match[0]].as_py()
     else:
         line = path.read_text(encoding="utf-8").split("\n")[int(key) - 1]
@@ -83,13 +89,31 @@ def test_every_real_corpus_reads_with_plausible_labels(real, name):
 
 
 def test_malay_news_keeps_malaysian_outlets_only(real):
-    keep, drop = load_sources(ROOT / "lexicons/ms/news_sources.tsv")
+    keep, _drop = load_sources(ROOT / "lexicons/ms/news_sources.tsv")
     seen = real["malay_news"].sources
     print("outlet decisions:", {o: ("keep" if o in keep else "drop", v) for o, v in sorted(seen.items())})
     kept = {outlet for outlet, (_, n_kept) in seen.items() if n_kept}
     assert kept and kept <= keep
-    indonesian = {o for o in seen if any(s in o for s in ("Indonesia", "Tribun", "Detik", "KOMPAS", "Tempo", "Okezone",
-                                                           "Liputan6", "Republika", "JPNN", "merdeka", "Suara"))}
+    indonesian = {
+        o
+        for o in seen
+        if any(
+            s in o
+            for s in (
+                "Indonesia",
+                "Tribun",
+                "Detik",
+                "KOMPAS",
+                "Tempo",
+                "Okezone",
+                "Liputan6",
+                "Republika",
+                "JPNN",
+                "merdeka",
+                "Suara",
+            )
+        )
+    }
     assert indonesian and not (indonesian & kept)
     assert real["malay_news"].dropped["source_not_allowed"] == sum(v[0] for o, v in seen.items() if o not in keep)
 
@@ -133,7 +157,9 @@ def test_spoken_form_keeps_the_mark_on_the_last_word():
 
 def test_bad_input(tmp_path):
     articles = tmp_path / "a.json"
-    articles.write_text(json.dumps([{"news": "Utusan Malaysia", "body": "Teks."}, {"news": "Utusan Malaysia", "text": "Satu. Dua."}]))
+    articles.write_text(
+        json.dumps([{"news": "Utusan Malaysia", "body": "Teks."}, {"news": "Utusan Malaysia", "text": "Satu. Dua."}])
+    )
     prepared = get_reader("news_json")([articles], lang="ms", corpus="n")
     assert prepared.dropped["missing_text_field"] == 1 and prepared.table.num_rows == 2
     only_missing = tmp_path / "b.json"
@@ -157,9 +183,19 @@ def test_bad_input(tmp_path):
     assert prepared.dropped["word_in_other_script"] == 1
 
 
-INDIC_FILES = {"as": "asm_Beng", "bn": "ben_Beng", "gu": "guj_Gujr", "hi": "hin_Deva", "kn": "kan_Knda",
-               "ml": "mal_Mlym", "mr": "mar_Deva", "or": "ory_Orya", "pa": "pan_Guru", "ta": "tam_Taml",
-               "te": "tel_Telu"}
+INDIC_FILES = {
+    "as": "asm_Beng",
+    "bn": "ben_Beng",
+    "gu": "guj_Gujr",
+    "hi": "hin_Deva",
+    "kn": "kan_Knda",
+    "ml": "mal_Mlym",
+    "mr": "mar_Deva",
+    "or": "ory_Orya",
+    "pa": "pan_Guru",
+    "ta": "tam_Taml",
+    "te": "tel_Telu",
+}
 
 
 @pytest.mark.parametrize("code", sorted(INDIC_FILES))
@@ -181,9 +217,19 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
         if path.is_file() and (name in path.name or f".{name[:3]}" in path.name):
             lines += path.read_text(encoding="utf-8").split("\n")
     language = get_language(code)
-    block_start = ord({"Beng": "\u0980", "Gujr": "\u0a80", "Deva": "\u0900", "Knda": "\u0c80",
-                                "Mlym": "\u0d00", "Orya": "\u0b00", "Guru": "\u0a00", "Taml": "\u0b80",
-                                "Telu": "\u0c00"}[name[4:]])
+    block_start = ord(
+        {
+            "Beng": "\u0980",
+            "Gujr": "\u0a80",
+            "Deva": "\u0900",
+            "Knda": "\u0c80",
+            "Mlym": "\u0d00",
+            "Orya": "\u0b00",
+            "Guru": "\u0a00",
+            "Taml": "\u0b80",
+            "Telu": "\u0c00",
+        }[name[4:]]
+    )
     every_char = "".join(chr(c) for c in range(block_start, block_start + 0x80))
     lines += [every_char, every_char[::-1], ": " + every_char + ":", ""]
     assert len(lines) > 1000
@@ -203,8 +249,9 @@ def test_mandarin_block_normalization_equals_line_by_line(shared):
     lines = (shared / "iwslt_zh/iwslt2012_test_zh.txt").read_text(encoding="utf-8").split("\n")
     lines += ["中文 中文", "中文 ,", "中文,\n", "abc 中文?"]
     cleaned = clean_lines(pa.array(lines, pa.string())).to_pylist()
-    assert get_language("zh").normalize(pa.array(lines, pa.string())).to_pylist() == \
-        [normalize_block(line) for line in cleaned]
+    assert get_language("zh").normalize(pa.array(lines, pa.string())).to_pylist() == [
+        normalize_block(line) for line in cleaned
+    ]
 
 
 def test_mandarin_segmentation_agrees_with_python_jieba(shared):
@@ -245,7 +292,7 @@ def test_mandarin_user_dictionary_format(tmp_path):
     assert "创新办" in segmenter(str(path)).cut("李小福是创新办主任", True)
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"\xff\xfe")
-    with pytest.raises(ValueError, match="bad.txt: cannot read the jieba user dictionary"):
+    with pytest.raises(ValueError, match=r"bad\.txt: cannot read the jieba user dictionary"):
         read_user_dictionary(str(bad))
 
 
@@ -275,15 +322,27 @@ def test_clean_lines_equals_a_plain_python_reference(shared):
 
     from pipeline.normalize import DELETE, JOINERS, SPACES, clean_lines
 
-    lines = ["plain ascii", "e\u200b\u0301 composes once the space goes", "caf\u00e9\u00a0au\u2009lait",
-             "\ufeffbom", "soft\u00adhyphen", "\u0915\u094d\u200d\u0937 joiner", "", "\u3000ideographic",
-             "Amélie déjà", "e\u0301 not NFC"]
+    lines = [
+        "plain ascii",
+        "e\u200b\u0301 composes once the space goes",
+        "caf\u00e9\u00a0au\u2009lait",
+        "\ufeffbom",
+        "soft\u00adhyphen",
+        "\u0915\u094d\u200d\u0937 joiner",
+        "",
+        "\u3000ideographic",
+        "Amélie déjà",
+        "e\u0301 not NFC",
+    ]
     lines += (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").split("\n")[:300]
     for keep in (False, True):
         deleted = DELETE if keep else DELETE + JOINERS
-        expected = [unicodedata.normalize("NFC", re.sub(f"[{re.escape(SPACES)}]", " ",
-                                                         re.sub(f"[{re.escape(deleted)}]", "", line)))
-                    for line in lines]
+        expected = [
+            unicodedata.normalize(
+                "NFC", re.sub(f"[{re.escape(SPACES)}]", " ", re.sub(f"[{re.escape(deleted)}]", "", line))
+            )
+            for line in lines
+        ]
         assert clean_lines(pa.array(lines, pa.string()), keep_joiners=keep).to_pylist() == expected
     nfc_only = ["Amélie déjà", "plain"]  # NFC and clean: returned as is
     assert clean_lines(pa.array(nfc_only, pa.string())).to_pylist() == nfc_only
@@ -305,14 +364,19 @@ def test_nfc_suspects_catch_every_string_that_nfc_changes(shared):
         missed = [s for s, f in zip(strings, flagged) if not f and unicodedata.normalize("NFC", s) != s]
         return missed, sum(flagged)
 
-    chars = [chr(c) for c in range(0x0900, 0x0E00)] + list("aeoun\u00e9\u00ea\u00fc\u01d8\u0301\u0302\u0308\u0323\u0327\u0338=")
+    chars = [chr(c) for c in range(0x0900, 0x0E00)] + list(
+        "aeoun\u00e9\u00ea\u00fc\u01d8\u0301\u0302\u0308\u0323\u0327\u0338="
+    )
     chars += ["\u1100", "\u1161", "\u11a8", "\uac00", "\uac01", "\u200d", "\u200c"]
     assert missed_and_flagged([a + b for a in chars for b in chars])[0] == []
     for block in range(0x0900, 0x0E00, 0x80):
         decompositions = [unicodedata.decomposition(chr(c)).split() for c in range(block, block + 0x80)]
         parts = {int(p, 16) for d in decompositions for p in d}
-        pool = [chr(c) for c in range(block, block + 0x80)
-                if c in parts or unicodedata.category(chr(c)) in ("Mn", "Mc") or unicodedata.decomposition(chr(c))]
+        pool = [
+            chr(c)
+            for c in range(block, block + 0x80)
+            if c in parts or unicodedata.category(chr(c)) in ("Mn", "Mc") or unicodedata.decomposition(chr(c))
+        ]
         pool.append("\u200d")
         assert missed_and_flagged([a + b + c for a in pool for b in pool for c in pool])[0] == [], hex(block)
     for path in sorted((shared / "indic/flores").glob("*.devtest")):

@@ -1,4 +1,5 @@
 """Bad input and edge cases of the foundation readers (inline files)."""
+
 import pytest
 
 from corpora import get_reader

@@ -1,4 +1,5 @@
 """The five labelled TSV sets of ../shared/corpora: exact label table, and the text round trip."""
+
 from collections import Counter
 
 import pyarrow as pa

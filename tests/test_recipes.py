@@ -1,14 +1,14 @@
 """Each paper's recipe end to end on its stand-in corpora: ingest, dataset stage, protocol checks."""
+
 import json
 
 import pytest
 import yaml
+from conftest import ROOT
 
 from pipeline.io import read_segments
 from stages import dataset as dataset_stage
 from stages import ingest as ingest_stage
-
-from conftest import ROOT
 
 PARAMS = ROOT / "real/params.yaml"
 RECIPES = yaml.safe_load(PARAMS.read_text())["datasets"]
@@ -74,7 +74,7 @@ def test_hindi_gupta2021(built):
 
 
 def test_indic_all_languages(built):
-    report, splits = _report(built, "indic_gupta2021")
+    _, splits = _report(built, "indic_gupta2021")
     table = read_segments(built / "datasets/indic_gupta2021/segments.parquet")
     assert set(table["lang"].to_pylist()) == {"as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te"}
     assert all(any(l != "O" for l in labels) for labels in table["labels"].to_pylist())

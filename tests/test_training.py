@@ -1,4 +1,5 @@
 """Training and evaluation: metrics by hand, a falling loss on real data, reloads, long-text punctuation."""
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -36,10 +37,25 @@ def test_metrics_by_hand():
     assert merged["4_class"]["overall"] == result["overall"]
 
 
-TINY = {"config": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                   "intermediate_size": 64, "max_position_embeddings": 128},
-        "epochs": 4, "batch_size": 8, "encoder_lr": 3e-3, "head_lr": 3e-3, "warmup": 0.0, "max_len": 64,
-        "seed": 3, "progress": False, "device": "cpu"}
+TINY = {
+    "config": {
+        "model_type": "bert",
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 128,
+    },
+    "epochs": 4,
+    "batch_size": 8,
+    "encoder_lr": 3e-3,
+    "head_lr": 3e-3,
+    "warmup": 0.0,
+    "max_len": 64,
+    "seed": 3,
+    "progress": False,
+    "device": "cpu",
+}
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +132,9 @@ def test_punctuate_long_text_has_one_decision_per_word(sample):
 def test_bf16_training_on_gpu(sample):
     table, tokenizer = sample
     model = build_model({**TINY, "head": "linear"}, tokenizer)
-    history = train(model, tokenizer, table, None, {**TINY, "device": "cuda", "precision": "bf16", "epochs": 2},
-                    log=lambda m: None)
+    history = train(
+        model, tokenizer, table, None, {**TINY, "device": "cuda", "precision": "bf16", "epochs": 2}, log=lambda m: None
+    )
     assert history["steps"] and np.isfinite(history["steps"][-1]["loss"])
 
 
@@ -150,11 +167,13 @@ def test_crf_matches_brute_force():
         crf.end.normal_()
     emissions = torch.randn(1, 4, 3)
     mask = torch.tensor([[True, True, True, False]])
+
     def score(path):
         s = crf.start[path[0]] + emissions[0, 0, path[0]]
         for t in range(1, len(path)):
             s = s + crf.transitions[path[t - 1], path[t]] + emissions[0, t, path[t]]
         return s + crf.end[path[-1]]
+
     paths = list(itertools.product(range(3), repeat=3))
     scores = torch.stack([score(p) for p in paths])
     best = list(paths[int(scores.argmax())])
@@ -171,7 +190,7 @@ def test_saved_tokenizer_does_not_depend_on_offline_mode(sample, tmp_path, monke
 
     from pipeline.model import save_tokenizer
 
-    table, tokenizer = sample
+    _table, tokenizer = sample
     save_tokenizer(tokenizer, tmp_path / "source")
     outputs = []
     for offline in ("1", "0"):

@@ -2,6 +2,7 @@
 
 An empty expected side means the grammar must not accept the input.
 """
+
 import unicodedata
 from pathlib import Path
 

@@ -5,6 +5,7 @@ word it cannot or should not convert) and counts of the skipped words by reason.
 English uses CMUdict and g2p-en's network offline; the other languages use
 approximations documented in their modules.
 """
+
 from __future__ import annotations
 
 import functools
@@ -44,14 +45,18 @@ class WordByWordG2p:
 
 #: language code -> module implementing it (several Indic languages share one)
 MODULES = {
-    "en": "en", "ms": "ms", "zh": "zh",
+    "en": "en",
+    "ms": "ms",
+    "zh": "zh",
     **{code: "indic" for code in ("as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te")},
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_g2p(lang: str) -> G2p:
     module = MODULES.get(lang)
     if module is None:
-        raise NoG2pError(f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}")
+        raise NoG2pError(
+            f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}"
+        )
     return importlib.import_module(f"{__name__}.{module}").make(lang)

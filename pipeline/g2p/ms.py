@@ -1,12 +1,11 @@
 """Malay g2p: the spelling is close to phonemic, so a letter -> phoneme table
 (``lexicons/ms/g2p.tsv``, longest match first) does it.  Words with other
 characters than its letters are skipped (counted)."""
+
 from __future__ import annotations
 
-from . import WordByWordG2p
-
-
 from ..lexicon import LEXICON_DIR, read_tsv_rows
+from . import WordByWordG2p
 
 
 class MalayG2p(WordByWordG2p):
@@ -32,7 +31,6 @@ class MalayG2p(WordByWordG2p):
             else:
                 return None
         return tuple(phones) or None
-
 
 
 def make(lang: str) -> MalayG2p:

@@ -3,12 +3,11 @@
 Tones are left out by default (as English stress is); ``keep_tones`` appends the
 tone number to the final.  Words with a non-Han character are skipped (counted).
 """
+
 from __future__ import annotations
 
-from . import WordByWordG2p
-
-
 from ..scripts import char_script
+from . import WordByWordG2p
 
 
 class MandarinG2p(WordByWordG2p):
@@ -30,7 +29,6 @@ class MandarinG2p(WordByWordG2p):
         for initial, final in zip(initials, finals):
             phones.extend(p for p in (initial, final) if p)
         return tuple(phones) or None
-
 
 
 def make(lang: str) -> MandarinG2p:

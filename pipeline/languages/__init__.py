@@ -3,17 +3,18 @@
 A language module defines ``LANGUAGE = Language(...)``; adding a language means
 adding its data under ``lexicons/<code>/`` and one module here, nothing else.
 """
+
 from __future__ import annotations
 
 import functools
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from ..lexicon import PunctuationTable, punctuation_table, word_set
 import pyarrow  # not "as pa": the Punjabi module pipeline.languages.pa would shadow it
 
+from ..lexicon import PunctuationTable, punctuation_table, word_set
 from ..normalize import clean_lines, join_lines, split_exactly, split_lines
 
 
@@ -78,7 +79,7 @@ class Language:
         return ["".join(w.split()) for w in out]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_language(code: str) -> Language:
     if not code or not code.isidentifier() or code.startswith("_"):
         raise UnknownLanguageError(f"unknown language code {code!r}; available: {', '.join(available_languages())}")

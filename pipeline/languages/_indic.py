@@ -1,11 +1,12 @@
 """Shared helper for the Indic languages normalized by indic-nlp-library."""
+
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _normalizer(code: str):
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 

@@ -11,6 +11,7 @@ on the IWSLT and FLORES zh text.
 A user dictionary in jieba's format (``word [freq] [tag]`` per line) can be given with
 the environment variable ``PUNCT_JIEBA_USER_DICT``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,7 +34,8 @@ def read_user_dictionary(path: str) -> list[tuple[str, int | None, str | None]]:
     """(word, frequency or None, tag or None) per line of a jieba user dictionary."""
     entries = []
     try:
-        text = open(path, encoding="utf-8").read().lstrip("\ufeff")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read().lstrip("\ufeff")
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: cannot read the jieba user dictionary: {err}") from None
     for line in text.splitlines():
@@ -45,7 +47,7 @@ def read_user_dictionary(path: str) -> list[tuple[str, int | None, str | None]]:
     return entries
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def segmenter(user_dict: str | None):
     """A jieba-rs segmenter with jieba's default dictionary, plus the user dictionary."""
     import rjieba

@@ -7,6 +7,7 @@ on disk, keyed by a hash of those files and of the module, so they are built onc
 Test cases are ``lexicons/<lang>/verbalize/<grammar>.cases`` files of
 ``input~expected`` lines.
 """
+
 from __future__ import annotations
 
 import functools
@@ -107,12 +108,12 @@ def grammar_files(lang: str) -> list[Path]:
 
 def _fingerprint(lang: str, module) -> str:
     digest = hashlib.sha256(_CACHE_VERSION.encode())
-    for path in grammar_files(lang) + [Path(module.__file__), *sorted(Path(__file__).parent.glob("builders*.py"))]:
+    for path in [*grammar_files(lang), Path(module.__file__), *sorted(Path(__file__).parent.glob("builders*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_verbalizer(lang: str) -> Verbalizer:
     """The verbalizer of a language (NoGrammarError if it has none)."""
     try:
@@ -120,7 +121,9 @@ def get_verbalizer(lang: str) -> Verbalizer:
     except ModuleNotFoundError as exc:
         if exc.name != f"{__name__}.{lang}":
             raise
-        raise NoGrammarError(f"no verbalization grammar for language {lang!r}; available: {', '.join(available())}") from None
+        raise NoGrammarError(
+            f"no verbalization grammar for language {lang!r}; available: {', '.join(available())}"
+        ) from None
     import pynini
 
     folder = cache_dir() / f"{lang}-{_fingerprint(lang, module)}"

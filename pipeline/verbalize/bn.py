@@ -1,4 +1,5 @@
 """Bangla cardinals in the Indian numbering system (lakh, crore), ASCII or native digits."""
+
 from __future__ import annotations
 
 from .builders_indian import indian_cardinal

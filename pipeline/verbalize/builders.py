@@ -1,4 +1,5 @@
 """pynini building blocks shared by the language grammars."""
+
 from __future__ import annotations
 
 from pathlib import Path

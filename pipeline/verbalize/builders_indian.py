@@ -1,4 +1,5 @@
 """Cardinals in the Indian numbering system (thousand, lakh, crore, arab), shared by Hindi and Bangla."""
+
 from __future__ import annotations
 
 import pynini
@@ -10,8 +11,12 @@ from .builders import DIGIT, tsv_dict, tsv_map
 def indian_cardinal(folder) -> pynini.Fst:
     """1,23,45,678 -> crore, lakh, thousand, hundreds; native or ASCII digits; commas anywhere."""
     numbers = tsv_map(folder / "numbers.tsv")  # "0".."99"
-    one_to_99 = (pynini.difference(pynini.union(*"0123456789") | pynini.union(*"123456789") + DIGIT, "0") @ numbers).optimize()
-    two = (pynutil.delete("0") + pynini.union(*"123456789") @ numbers | (pynini.union(*"123456789") + DIGIT) @ numbers).optimize()
+    one_to_99 = (
+        pynini.difference(pynini.union(*"0123456789") | pynini.union(*"123456789") + DIGIT, "0") @ numbers
+    ).optimize()
+    two = (
+        pynutil.delete("0") + pynini.union(*"123456789") @ numbers | (pynini.union(*"123456789") + DIGIT) @ numbers
+    ).optimize()
     hundreds_word = tsv_map(folder / "hundreds.tsv")
     hundreds = (hundreds_word + (pynutil.delete("00") | pynutil.insert(" ") + two)).optimize()
     below_1000 = (one_to_99 | hundreds).optimize()
@@ -26,7 +31,7 @@ def indian_cardinal(folder) -> pynini.Fst:
         number |= one_to_99 + pynutil.insert(f" {word}") + tail
         # the same magnitude inside a longer number: two digits, possibly 00 (silent)
         tail = (pynutil.delete("00") | pynutil.insert(" ") + two + pynutil.insert(f" {word}")) + tail
-    zero = (pynini.accep("0") @ numbers)
+    zero = pynini.accep("0") @ numbers
     number = (number | zero).optimize()
     native = tsv_map(folder / "digits_native.tsv")
     to_ascii = (native | DIGIT | pynutil.delete(",")).closure()

@@ -3,6 +3,7 @@
 123.5 -> one hundred twenty three point five; 21st -> twenty first; $3.50 -> three
 dollars fifty cents; 5% -> five percent; 10,000 -> ten thousand.
 """
+
 from __future__ import annotations
 
 import pynini
@@ -56,9 +57,19 @@ def build(folder) -> dict[str, pynini.Fst]:
     # years as spoken: 1990 -> nineteen ninety, 1905 -> nineteen oh five, 1900 -> nineteen
     # hundred, 2015 -> twenty fifteen (2000-2009 are read as cardinals)
     century = (pynini.union(*"1") + pynini.union(*"123456789") | pynini.accep("2") + pynini.union(*"0123456789")) @ two
-    second_pair = pynini.cross("00", "hundred") | pynini.cross("0", "oh ") + digit_1_9 | (pynini.union(*"123456789") + pynini.union(*"0123456789")) @ two
+    second_pair = (
+        pynini.cross("00", "hundred")
+        | pynini.cross("0", "oh ") + digit_1_9
+        | (pynini.union(*"123456789") + pynini.union(*"0123456789")) @ two
+    )
     year = (century + pynutil.insert(" ") + second_pair).optimize()
-    year = (pynini.difference(pynini.union(*"0123456789").closure(4, 4), pynini.union("2000", "2001", "2002", "2003", "2004", "2005", "2006", "2007", "2008", "2009")) @ year).optimize()
+    year = (
+        pynini.difference(
+            pynini.union(*"0123456789").closure(4, 4),
+            pynini.union("2000", "2001", "2002", "2003", "2004", "2005", "2006", "2007", "2008", "2009"),
+        )
+        @ year
+    ).optimize()
     # decades: 1970s -> nineteen seventies, '90s / 90s -> nineties
     tens = (pynini.union(*"123456789") + pynini.accep("0")) @ two
     # plural of the last word: nineteen seventy -> seventies, hundred -> hundreds, ten -> tens
@@ -66,5 +77,12 @@ def build(folder) -> dict[str, pynini.Fst]:
     add_s = pynini.cdrewrite(pynutil.insert("s"), pynini.union(*"abcdefghijklmnopqrstuvwxz"), "[EOS]", sigma)
     y_to_ies = pynini.cdrewrite(pynini.cross("y", "ies"), "", "[EOS]", sigma)
     decade = (((year | pynutil.delete("'").ques + tens) + pynutil.delete("s")) @ add_s @ y_to_ies).optimize()
-    return {"cardinal": cardinal, "decimal": decimal, "ordinal": ordinal, "currency": currency, "percent": percent,
-            "year": year, "decade": decade}
+    return {
+        "cardinal": cardinal,
+        "decimal": decimal,
+        "ordinal": ordinal,
+        "currency": currency,
+        "percent": percent,
+        "year": year,
+        "decade": decade,
+    }

@@ -6,6 +6,7 @@ RM3.50 -> tiga ringgit lima puluh sen; 5% -> lima peratus; 012-3456789 -> kosong
 satu dua ...; 26/4/2018 -> dua puluh enam april dua ribu lapan belas;
 www.bernama.com -> www titik bernama titik com.
 """
+
 from __future__ import annotations
 
 import pynini
@@ -21,8 +22,11 @@ def build(folder) -> dict[str, pynini.Fst]:
     digit = tsv_map(folder / "digits.tsv")
     digit_1_9 = (pynini.union(*"123456789") @ digit).optimize()
     digit_2_9 = (pynini.union(*"23456789") @ digit).optimize()
-    teens = pynini.cross("10", w["ten"]) | pynini.cross("11", w["eleven"]) | (
-        pynutil.delete("1") + digit_2_9 + pynutil.insert(f" {w['teen']}"))
+    teens = (
+        pynini.cross("10", w["ten"])
+        | pynini.cross("11", w["eleven"])
+        | (pynutil.delete("1") + digit_2_9 + pynutil.insert(f" {w['teen']}"))
+    )
     tens = digit_1_9 + pynutil.insert(f" {w['tens']}") + (pynutil.delete("0") | pynutil.insert(" ") + digit_1_9)
     tens = (pynini.union(*"23456789") + DIGIT) @ tens
     one_to_99 = (digit_1_9 | teens | tens).optimize()
@@ -41,11 +45,15 @@ def build(folder) -> dict[str, pynini.Fst]:
     cardinal = (minus + positive).optimize()
 
     digits_spoken = (digit + (pynutil.insert(" ") + digit).closure()).optimize()
-    decimal = (minus + (positive | pynutil.insert("kosong")) + pynini.cross(".", f" {w['point']} ") + digits_spoken).optimize()
+    decimal = (
+        minus + (positive | pynutil.insert("kosong")) + pynini.cross(".", f" {w['point']} ") + digits_spoken
+    ).optimize()
 
     # ke-3 / ke3 -> ketiga; ke-1 -> pertama
     prefix = pynutil.delete("ke") + pynutil.delete("-").ques
-    ordinal = (prefix + (pynini.cross("1", w["first"]) | pynutil.insert(w["ordinal_prefix"]) + not_input(positive, "1"))).optimize()
+    ordinal = (
+        prefix + (pynini.cross("1", w["first"]) | pynutil.insert(w["ordinal_prefix"]) + not_input(positive, "1"))
+    ).optimize()
 
     currencies = []
     for symbol, (major, minor) in tsv_dict(folder / "currency.tsv").items():
@@ -60,17 +68,27 @@ def build(folder) -> dict[str, pynini.Fst]:
     spoken_digit = digit + pynutil.insert(" ")
     separator = pynutil.delete(pynini.union("-", " "))
     phone = (pynini.union("0", "+") + pynini.union(*"0123456789- ").closure(8)) @ (
-        pynini.cross("+", "tambah ").ques + (spoken_digit | separator).closure(8))
-    trailing_space = pynini.cdrewrite(pynutil.delete(" "), "", "[EOS]", pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure())
+        pynini.cross("+", "tambah ").ques + (spoken_digit | separator).closure(8)
+    )
+    trailing_space = pynini.cdrewrite(
+        pynutil.delete(" "), "", "[EOS]", pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure()
+    )
     phone = (phone @ trailing_space).optimize()
 
     # dates day/month/year (or with - or .), the month as its name in lower case
     months = tsv_map(folder / "months.tsv")
     month = (pynutil.delete("0").ques + pynini.union(*[str(m) for m in range(1, 13)])) @ months
-    lowercase = pynini.cdrewrite(pynini.union(*[pynini.cross(c, c.lower()) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]),
-                                 "", "", pynini.union(*"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").closure())
-    day = (pynini.union(*[f"{d:02d}" for d in range(1, 32)]) @ two) | (pynini.union(*"123456789") @ digit_1_9) | (
-        pynini.union(*[str(d) for d in range(10, 32)]) @ two)
+    lowercase = pynini.cdrewrite(
+        pynini.union(*[pynini.cross(c, c.lower()) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]),
+        "",
+        "",
+        pynini.union(*"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").closure(),
+    )
+    day = (
+        (pynini.union(*[f"{d:02d}" for d in range(1, 32)]) @ two)
+        | (pynini.union(*"123456789") @ digit_1_9)
+        | (pynini.union(*[str(d) for d in range(10, 32)]) @ two)
+    )
     sep = pynutil.delete(pynini.union("/", "-", "."))
     year = (pynini.union(*"12") + DIGIT + DIGIT + DIGIT) @ positive
     date = (day + sep + pynutil.insert(" ") + (month @ lowercase) + sep + pynutil.insert(" ") + year).optimize()
@@ -78,8 +96,21 @@ def build(folder) -> dict[str, pynini.Fst]:
     # web addresses: www.example.com -> www titik example titik com
     label = pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-").closure(1)
     scheme = pynutil.delete(pynini.union("http://", "https://")).ques
-    url = (scheme + label + (pynini.cross(".", f" {w['dot']} ") + label).closure(1) + pynutil.delete("/").ques).optimize()
-    url = (pynini.union("www.", "http://", "https://") + pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-./:").closure()) @ url
+    url = (
+        scheme + label + (pynini.cross(".", f" {w['dot']} ") + label).closure(1) + pynutil.delete("/").ques
+    ).optimize()
+    url = (
+        pynini.union("www.", "http://", "https://")
+        + pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-./:").closure()
+    ) @ url
 
-    return {"cardinal": cardinal, "decimal": decimal, "ordinal": ordinal, "currency": currency,
-            "percent": percent, "phone": phone.optimize(), "date": date, "url": url.optimize()}
+    return {
+        "cardinal": cardinal,
+        "decimal": decimal,
+        "ordinal": ordinal,
+        "currency": currency,
+        "percent": percent,
+        "phone": phone.optimize(),
+        "date": date,
+        "url": url.optimize(),
+    }

@@ -1,0 +1,1 @@
+"""Per-language data (punctuation tables, abbreviations, grammar word lists): found with importlib.resources."""
