@@ -52,3 +52,9 @@ def label_id(label: str) -> int:
         return LABEL_TO_ID[label]
     except KeyError:
         raise ValueError(f"unknown label {label!r} (expected one of {', '.join(LABELS)})") from None
+
+
+#: capitalization labels, one per word beside the punctuation label: ``O`` lowercase or caseless,
+#: ``U`` first letter upper, ``A`` all upper, ``M`` mixed (the exact form is kept beside it)
+CASE_LABELS: tuple[str, ...] = ("O", "U", "A", "M")
+CASE_TO_ID: dict[str, int] = {label: i for i, label in enumerate(CASE_LABELS)}

@@ -1,0 +1,42 @@
+"""Capitalization as a label per word, so the lowercased words plus their labels give back the text.
+
+``case_of(word)`` -> (label, surface): ``O`` when the word is its own lowercase (caseless scripts
+too), ``U`` when it is its lowercase with the first cased letter raised (``Paris``, ``I``,
+``'Twas``), ``A`` when it is its lowercase raised whole (``NASA``, ``U.S.``), else ``M`` with the
+exact form kept as ``surface`` (``iPhone``, ``McDonald``).  :func:`apply_case` inverts it
+exactly: each label is chosen only if applying it gives the word back.
+"""
+
+from __future__ import annotations
+
+
+def capitalize_first(word: str) -> str:
+    """The word with its first lowercase letter raised (``'twas`` -> ``'Twas``)."""
+    for i, char in enumerate(word):
+        upper = char.upper()
+        if upper != char:
+            return word[:i] + upper + word[i + 1 :]
+    return word
+
+
+def case_of(word: str) -> tuple[str, str | None]:
+    lower = word.lower()
+    if word == lower:
+        return "O", None
+    if word == capitalize_first(lower):
+        return "U", None
+    if word == lower.upper():
+        return "A", None
+    return "M", word
+
+
+def apply_case(word: str, label: str, surface: str | None = None) -> str:
+    """The cased form of ``word`` (stored lowercased, or caseless) under ``label``."""
+    if label == "M":
+        return surface if surface else word
+    lower = word.lower()
+    if label == "U":
+        return capitalize_first(lower)
+    if label == "A":
+        return lower.upper()
+    return lower
