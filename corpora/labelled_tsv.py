@@ -1,22 +1,33 @@
 """Labelled TSV: ``word<TAB>LABEL``, one word per line (xashru/punctuation-restoration, Che et al. 2016).
 
 A segment ends at a PERIOD or QUESTION label (and at a blank line); each file is one
-document.  Words are normalized for the language but never dropped, so the label
-counts of the file are reproduced exactly: a word that normalization empties (the
-IWSLT and Bangla sets have a few zero-width "words") stays, as an empty word, and
-is counted under ``empty_words``.
+document (a shard: the format has no document boundaries to cut at).  Words are normalized
+for the language but never dropped, so the label counts of the file are reproduced exactly:
+a word that normalization empties (the IWSLT and Bangla sets have a few zero-width "words")
+stays, as an empty word, counted under ``empty_words``; a word written with spaces inside
+stays one word, its spaces removed, counted under ``words_with_spaces_joined``.  Case labels
+come from the words as written (these sources are lowercase: all O, which the report notes).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from pipeline.io import InputError, read_text
-from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
-from pipeline.languages import get_language
-from pipeline.schema import segments_table
+import numpy as np
+import pyarrow as pa
 
-from .base import Prepared, as_paths
+from pipeline.ingest import FileShard, ReaderOptions
+from pipeline.io import InputError, read_text
+from pipeline.labelling import case_labels
+from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
+from pipeline.schema import segments_table
+from pipeline.step import Counts, StepResult
+
+from .base import prepare_with, stem
+
+
+class Options(ReaderOptions):
+    pass
 
 
 def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
@@ -26,7 +37,7 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
     words: list[str] = []
     labels: list[str] = []
     counts: Counter = Counter()
-    lines = text.split("\n")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
     for lineno, line in enumerate(lines, 1):
@@ -37,7 +48,7 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
                 segments_labels.append(labels)
                 words, labels = [], []
             continue
-        word, tab, label = line.rstrip("\r").partition("\t")
+        word, tab, label = line.partition("\t")
         if not tab:
             raise InputError(f"{path}:{lineno}: no tab between word and label in {line[:60]!r}")
         label = label.strip()
@@ -57,30 +68,34 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
     return segments_words, segments_labels, counts
 
 
-def prepare(paths, lang: str, corpus: str) -> Prepared:
-    language = get_language(lang)
-    prepared = Prepared(table=None)
-    doc_ids, seg_ids, all_words, all_labels = [], [], [], []
-    for path in as_paths(paths):
-        seg_words, seg_labels, counts = parse(read_text(path), path)
-        prepared.stats.update(counts)
-        prepared.stats["files"] += 1
-        if not seg_words:
-            prepared.stats["empty_files"] += 1
-            continue
-        flat = [w for seg in seg_words for w in seg]
-        normalized = language.normalize_words(flat)
-        if language.lowercase:
-            normalized = [w.lower() for w in normalized]
-        prepared.stats["empty_words"] += sum(1 for w in normalized if not w)
-        pos = 0
-        for i, (seg, labels) in enumerate(zip(seg_words, seg_labels)):
-            all_words.append(normalized[pos : pos + len(seg)])
-            all_labels.append(labels)
-            doc_ids.append(path.stem)
-            seg_ids.append(i)
-            pos += len(seg)
-    prepared.table = segments_table(corpus, lang, doc_ids, seg_ids, all_words, all_labels)
-    prepared.stats["segments"] = prepared.table.num_rows
-    prepared.stats["words"] = sum(len(w) for w in all_words)
-    return prepared
+def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
+    counts = Counts()
+    seg_words, seg_labels, parsed = parse(read_text(shard.path), shard.path)
+    counts.stats.update(parsed)
+    counts.stats["files"] += 1
+    if not seg_words:
+        counts.stats["empty_files"] += 1
+        return StepResult(segments_table(corpus, language.code, [], [], [], []), counts)
+    flat = [w for seg in seg_words for w in seg]
+    counts.stats["words_with_spaces_joined"] += sum(1 for w in flat if len(w.split()) > 1)
+    written = pa.array(language.normalize_words(flat), pa.string())
+    stored = pa.array([w.lower() for w in written.to_pylist()], pa.string()) if language.lowercase else written
+    case, surface = case_labels(written, stored)
+    counts.stats["empty_words"] += sum(1 for w in stored.to_pylist() if not w)
+    lengths = np.array([len(s) for s in seg_words], dtype=np.int32)
+    offsets = pa.array(np.r_[0, np.cumsum(lengths)].astype(np.int32))
+    table = segments_table(
+        corpus,
+        language.code,
+        [stem(shard.path)] * len(seg_words),
+        list(range(len(seg_words))),
+        pa.ListArray.from_arrays(offsets, stored),
+        pa.ListArray.from_arrays(offsets, pa.array([l for seg in seg_labels for l in seg], pa.string())),
+        case=pa.ListArray.from_arrays(offsets, case),
+        surface=pa.ListArray.from_arrays(offsets, surface),
+    )
+    return StepResult(table, counts)
+
+
+def prepare(paths, lang: str, corpus: str, **options):
+    return prepare_with("tsv", paths, lang, corpus, **options)

@@ -21,19 +21,45 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.ingest import FileShard, ReaderOptions
 from pipeline.io import InputError, read_text
 from pipeline.labelling import label_lines
 from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
-from pipeline.languages import get_language
 from pipeline.lexicon import LEXICON_DIR, read_tsv_rows
 from pipeline.schema import segments_table
 from pipeline.scripts import dominant_script
+from pipeline.step import Counts, StepResult
 
-from .base import Prepared, as_paths
+from .base import prepare_with
 
-DEFAULT_FIELDS = {"title": "title", "text": "text", "source": "news", "date": "date", "id": "url"}
 _RE2_TO_SCRIPT = {"Oriya": "Odia", "Han": "Han"}
+
+
+class Fields(BaseModel):
+    """Which JSON field of an article holds what."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    title: str = "title"
+    text: str = "text"
+    source: str = "news"
+    date: str = "date"
+    id: str = "url"
+
+
+class Options(ReaderOptions):
+    fields: Fields = Fields()
+    #: a TSV of ``outlet<TAB>keep|drop``
+    sources: str | None = None
+    allow_sources: list[str] = []
+    deny_sources: list[str] = []
+    #: keep only articles whose ``language_field`` is among ``languages``
+    language_field: str | None = None
+    languages: list[str] = []
+    #: keep only articles with more than this many sentences (Rao 2022: more than two)
+    min_sentences: int = Field(0, ge=0)
+    include_title: bool = False
 
 
 def load_sources(path: str | Path) -> tuple[set[str], set[str]]:
@@ -70,111 +96,127 @@ def load_articles(path) -> list:
     return data
 
 
-def prepare(
-    paths,
-    lang: str,
-    corpus: str,
-    fields: dict | None = None,
-    sources: str | None = None,
-    allow_sources: list[str] | None = None,
-    deny_sources: list[str] | None = None,
-    language_field: str | None = None,
-    languages: list[str] | None = None,
-    min_sentences: int = 0,
-    include_title: bool = False,
-) -> Prepared:
-    language = get_language(lang)
-    fields = {**DEFAULT_FIELDS, **(fields or {})}
-    keep_sources, drop_sources = load_sources(sources) if sources else (set(), set())
-    keep_sources |= set(allow_sources or [])
-    drop_sources |= set(deny_sources or [])
-    patterns = boilerplate_patterns(lang)
+def _text_of(article: dict, field: str, counts: Counts):
+    """The article's text: a string, or a list of paragraphs (joined by line breaks); None if neither."""
+    text = article[field]
+    if isinstance(text, list) and all(isinstance(p, str) for p in text):
+        counts.stats["texts_given_as_paragraph_lists"] += 1
+        return "\n".join(text)
+    return text if isinstance(text, str) else None
+
+
+def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
+    counts = Counts()
+    fields = options.fields
+    keep_sources, drop_sources = load_sources(options.sources) if options.sources else (set(), set())
+    keep_sources |= set(options.allow_sources)
+    drop_sources |= set(options.deny_sources)
+    patterns = boilerplate_patterns(language.code)
     expected_scripts = {_RE2_TO_SCRIPT.get(s, s) for s in language.scripts}
-    prepared = Prepared(table=None)
-    prepared.sources = {}  # outlet -> [articles seen, articles kept]
-    doc_ids, seg_ids, all_words, all_labels = [], [], [], []
+    doc_ids, seg_ids, columns = [], [], {"words": [], "labels": [], "case": [], "surface": []}
+    path = shard.path
+    articles = load_articles(path)
+    counts.stats["files"] += 1
     seen_text_field = False
-    for path in as_paths(paths):
-        articles = load_articles(path)
-        prepared.stats["files"] += 1
-        for number, article in enumerate(articles):
-            prepared.stats["articles"] += 1
-            if not isinstance(article, dict):
-                raise InputError(f"{path}: article {number} is a {type(article).__name__}, not an object")
-            outlet = str(article.get(fields["source"], ""))
-            tally = prepared.sources.setdefault(outlet, [0, 0])
-            tally[0] += 1
-            if outlet in drop_sources or (keep_sources and outlet not in keep_sources):
-                prepared.dropped["source_not_allowed"] += 1
+    for number, article in enumerate(articles):
+        counts.stats["articles"] += 1
+        if not isinstance(article, dict):
+            raise InputError(f"{path}: article {number} is a {type(article).__name__}, not an object")
+        outlet = str(article.get(fields.source, ""))
+        counts.tally("sources", outlet, "seen")
+        counts.tally("sources", outlet, "kept", 0)
+        if outlet in drop_sources or (keep_sources and outlet not in keep_sources):
+            counts.dropped["source_not_allowed"] += 1
+            continue
+        if (
+            options.language_field
+            and options.languages
+            and article.get(options.language_field) not in options.languages
+        ):
+            counts.dropped["language_field_not_allowed"] += 1
+            continue
+        if fields.text not in article:
+            counts.dropped["missing_text_field"] += 1
+            continue
+        seen_text_field = True
+        text = _text_of(article, fields.text, counts)
+        if text is None:
+            counts.dropped["text_not_a_string"] += 1
+            continue
+        if not text.strip():
+            counts.dropped["empty_text"] += 1
+            continue
+        if options.include_title and isinstance(article.get(fields.title), str):
+            text = article[fields.title] + "\n" + text
+        paragraphs, seen_paragraphs = [], set()
+        for paragraph in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+            paragraph = paragraph.strip()
+            if not paragraph:
                 continue
-            if language_field and languages and article.get(language_field) not in languages:
-                prepared.dropped["language_field_not_allowed"] += 1
+            if any(p.search(paragraph) for p in patterns):
+                counts.dropped["boilerplate_line"] += 1
                 continue
-            if fields["text"] not in article:
-                prepared.dropped["missing_text_field"] += 1
+            if paragraph in seen_paragraphs:
+                counts.dropped["repeated_paragraph"] += 1
                 continue
-            seen_text_field = True
-            text = article[fields["text"]]
-            if not isinstance(text, str) or not text.strip():
-                prepared.dropped["empty_text"] += 1
+            seen_paragraphs.add(paragraph)
+            paragraphs.append(paragraph)
+        if not paragraphs:
+            counts.dropped["empty_text"] += 1
+            continue
+        lines = language.normalize(pa.array(paragraphs, pa.string()), counts.stats)
+        if expected_scripts:
+            script = dominant_script(" ".join(lines.to_pylist()).split()[:400])
+            if script is not None and script not in expected_scripts:
+                counts.dropped["article_in_other_script"] += 1
                 continue
-            if include_title and isinstance(article.get(fields["title"]), str):
-                text = article[fields["title"]] + "\n" + text
-            paragraphs, seen_paragraphs = [], set()
-            for paragraph in text.split("\n"):
-                paragraph = paragraph.strip()
-                if not paragraph:
-                    continue
-                if any(p.search(paragraph) for p in patterns):
-                    prepared.dropped["boilerplate_line"] += 1
-                    continue
-                if paragraph in seen_paragraphs:
-                    prepared.dropped["repeated_paragraph"] += 1
-                    continue
-                seen_paragraphs.add(paragraph)
-                paragraphs.append(paragraph)
-            if not paragraphs:
-                prepared.dropped["empty_text"] += 1
-                continue
-            lines = language.normalize(pa.array(paragraphs, pa.string()))
-            if expected_scripts:
-                script = dominant_script(" ".join(lines.to_pylist()).split()[:400])
-                if script is not None and script not in expected_scripts:
-                    prepared.dropped["article_in_other_script"] += 1
-                    continue
-            labelled = label_lines(lines, language)
-            prepared.dropped.update(labelled.dropped)
-            sentences, seen_sentences = [], set()
-            for words, labels in zip(labelled.words.to_pylist(), labelled.labels.to_pylist()):
-                start = 0
-                for i, label in enumerate(labels):
-                    if LABEL_TO_ID[label] in SENTENCE_END_IDS or i == len(labels) - 1:
-                        sentence = (tuple(words[start : i + 1]), tuple(labels[start : i + 1]))
-                        start = i + 1
-                        if sentence in seen_sentences:
-                            prepared.dropped["repeated_sentence"] += 1
-                            continue
-                        seen_sentences.add(sentence)
-                        sentences.append(sentence)
-            if len(sentences) <= min_sentences:
-                prepared.dropped["too_few_sentences"] += 1
-                continue
-            tally[1] += 1
-            prepared.stats["articles_kept"] += 1
-            doc = str(article.get(fields["id"]) or f"{Path(path).stem}#{number}")
-            for k, (words, labels) in enumerate(sentences):
-                doc_ids.append(doc)
-                seg_ids.append(k)
-                all_words.append(list(words))
-                all_labels.append(list(labels))
-    if (
-        prepared.stats["articles"]
-        and not seen_text_field
-        and not prepared.stats["articles_kept"]
-        and prepared.dropped["missing_text_field"]
-    ):
-        raise InputError(f"no article has the text field {fields['text']!r}: check the field mapping (fields.text)")
-    prepared.table = segments_table(corpus, lang, doc_ids, seg_ids, all_words, all_labels)
-    prepared.stats["segments"] = prepared.table.num_rows
-    prepared.stats["words"] = sum(len(w) for w in all_words)
-    return prepared
+        labelled = label_lines(lines, language)
+        counts.dropped.update(labelled.dropped)
+        sentences, seen_sentences = [], set()
+        for words, labels, case, surface in zip(
+            labelled.words.to_pylist(),
+            labelled.labels.to_pylist(),
+            labelled.case.to_pylist(),
+            labelled.surface.to_pylist(),
+        ):
+            start = 0
+            for i, label in enumerate(labels):
+                if LABEL_TO_ID[label] in SENTENCE_END_IDS or i == len(labels) - 1:
+                    key = (tuple(words[start : i + 1]), tuple(labels[start : i + 1]))
+                    sentence = (*key, case[start : i + 1], surface[start : i + 1])
+                    start = i + 1
+                    if key in seen_sentences:
+                        counts.dropped["repeated_sentence"] += 1
+                        continue
+                    seen_sentences.add(key)
+                    sentences.append(sentence)
+        if len(sentences) <= options.min_sentences:
+            counts.dropped["too_few_sentences"] += 1
+            continue
+        counts.tally("sources", outlet, "kept")
+        counts.stats["articles_kept"] += 1
+        doc = str(article.get(fields.id) or f"{Path(path).stem}#{number}")
+        for k, (words, labels, case, surface) in enumerate(sentences):
+            doc_ids.append(doc)
+            seg_ids.append(k)
+            for name, value in zip(("words", "labels", "case", "surface"), (words, labels, case, surface)):
+                columns[name].append(list(value))
+    if counts.stats["articles"] and not seen_text_field and counts.dropped["missing_text_field"]:
+        raise InputError(
+            f"{path}: no article has the text field {fields.text!r}: check the field mapping (fields.text)"
+        )
+    table = segments_table(
+        corpus,
+        language.code,
+        doc_ids,
+        seg_ids,
+        columns["words"],
+        columns["labels"],
+        case=columns["case"],
+        surface=columns["surface"],
+    )
+    return StepResult(table, counts)
+
+
+def prepare(paths, lang: str, corpus: str, **options):
+    return prepare_with("news_json", paths, lang, corpus, **options)

@@ -1,31 +1,52 @@
 """Punctuated text, one sentence or segment per line.
 
-Blank lines separate documents by default (``doc_boundary``: ``blank_line``,
-``file`` or ``line``).  ``quoting: csv`` reads lines written as CSV fields (FLORES
-Tamil: a line in double quotes, ``""`` for a quote inside).  Labels come from the marks in the text
-(:func:`pipeline.labelling.label_lines`).
+Blank lines separate documents by default (``doc_boundary``: ``blank_line``, ``file`` or
+``line``).  ``quoting: csv`` reads lines written as CSV fields (FLORES Tamil: a line in double
+quotes, ``""`` for a quote inside).  Labels come from the marks in the text
+(:func:`pipeline.labelling.label_lines`).  Lines end at LF, CRLF or a lone CR.
+
+Files are cut into shards of lines (:mod:`pipeline.textfiles`); a shard numbers its documents
+and segments from the counts the scan carries, so any shard size gives the same table:
+documents ``<file stem>#<k>`` (``blank_line``: k blank lines before it; ``line``: k is the
+line's index) or ``<file stem>`` (``file``); a segment's ``seg_id`` is its position among the
+non-blank lines of its document.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io import InputError, read_text
+from pipeline.ingest import ReaderOptions
+from pipeline.io import InputError
 from pipeline.labelling import label_lines
-from pipeline.languages import get_language
-from pipeline.schema import concat
+from pipeline.normalize import split_exactly
+from pipeline.step import Counts, StepResult
+from pipeline.textfiles import LineShard, line_shards, read_shard_lines
 
-from .base import Prepared, as_paths, table_from_lines
+from .base import lines_table, prepare_with, stem
 
 
-def unquote_csv(text: str, path) -> str:
+class Options(ReaderOptions):
+    #: what separates documents: blank lines, nothing (the file is one document), every line
+    doc_boundary: Literal["blank_line", "file", "line"] = "blank_line"
+    #: ``csv``: lines may be CSV fields (FLORES Tamil)
+    quoting: Literal["none", "csv"] = "none"
+
+
+def shards(files, options, lines_per_shard: int) -> list[LineShard]:
+    return line_shards(files, lines_per_shard)
+
+
+def unquote_csv(text: str, path, first_line: int = 1) -> str:
     """Lines written as CSV fields (FLORES: ``"a ""quoted"" word"``) back to plain text, line count kept."""
     import csv
 
     out = []
-    for lineno, line in enumerate(text.split("\n"), 1):
+    for lineno, line in enumerate(text.split("\n"), first_line):
         if line.startswith('"'):
             try:
                 fields = next(csv.reader([line]))
@@ -36,41 +57,61 @@ def unquote_csv(text: str, path) -> str:
     return "\n".join(out)
 
 
-def read_lines(path, language, quoting: str = "none") -> tuple[pa.Array, np.ndarray]:
-    text = read_text(path)
+def shard_lines(shard: LineShard, quoting: str) -> tuple[pa.Array, np.ndarray]:
+    """The shard's raw lines (one per line of the file, CR endings handled) and their blank flags."""
+    text, blank = read_shard_lines(shard)
+    if not len(blank):
+        return pa.array([], pa.string()), blank
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.endswith("\n"):
+        text = text[:-1]
     if quoting == "csv":
-        text = unquote_csv(text, path)
-    elif quoting != "none":
-        raise ValueError(f"quoting must be none or csv, not {quoting!r}")
-    lines = language.normalize_text(text)
-    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0).to_numpy(zero_copy_only=False)
-    return lines, np.asarray(blank, dtype=bool)
+        text = unquote_csv(text, shard.path, shard.first_line + 1)
+    lines = split_exactly(text)
+    if len(lines) != len(blank):  # cannot happen: both split at the same line ends
+        raise RuntimeError(f"{shard.path}: {len(lines)} lines but {len(blank)} blank flags")
+    return lines, blank
 
 
-def prepare(
-    paths, lang: str, corpus: str, doc_boundary: str = "blank_line", strip_labels: bool = False, quoting: str = "none"
-) -> Prepared:
-    language = get_language(lang)
-    prepared = Prepared(table=None)
-    tables = []
-    for path in as_paths(paths):
-        lines, blank = read_lines(path, language, quoting)
-        prepared.stats["files"] += 1
-        prepared.stats["lines"] += len(lines)
-        prepared.stats["blank_lines"] += int(blank.sum())
-        if len(lines) == int(blank.sum()):
-            prepared.stats["empty_files"] += 1
-        labelled = label_lines(lines, language)
-        prepared.dropped.update(labelled.dropped)
-        labels = labelled.labels
-        if strip_labels:
-            flat = pc.list_flatten(labels)
-            n_marks = int(pc.sum(pc.not_equal(flat, "O")).as_py() or 0)
-            if n_marks:
-                prepared.stats["marks_stripped"] += n_marks
-            labels = pa.ListArray.from_arrays(labels.offsets, pa.array(["O"] * len(flat), pa.string()))
-        tables.append(table_from_lines(corpus, lang, path.stem, labelled.words, labels, blank, doc_boundary, prepared))
-    prepared.table = concat(tables)
-    prepared.stats["segments"] = prepared.table.num_rows
-    prepared.stats["words"] = int(pc.sum(pc.list_value_length(prepared.table["words"])).as_py() or 0)
-    return prepared
+def numbering(shard: LineShard, blank: np.ndarray, doc_boundary: str) -> tuple[list[str], np.ndarray]:
+    """Document name and segment number of each line of the shard (see the module doc)."""
+    n = len(blank)
+    name = stem(shard.path)
+    nonblank = ~blank
+    if doc_boundary == "line":
+        return [f"{name}#{k}" for k in range(shard.first_line, shard.first_line + n)], np.zeros(n, np.int64)
+    if doc_boundary == "file":
+        return [name] * n, shard.nonblank_before + np.cumsum(nonblank) - 1
+    docs = shard.blank_before + np.cumsum(blank)
+    # non-blank lines since the last blank line (the shard's first run continues the carried one)
+    count = np.cumsum(nonblank)
+    last_blank = np.maximum.accumulate(np.where(blank, np.arange(n), -1))
+    before = np.where(last_blank >= 0, count[np.maximum(last_blank, 0)], -shard.nonblank_run)
+    return [f"{name}#{d}" for d in docs.tolist()], count - before - 1
+
+
+def read(shard: LineShard, language, corpus: str, options: Options, transcript: bool = False) -> StepResult:
+    counts = Counts()
+    lines, blank = shard_lines(shard, options.quoting)
+    if shard.start_byte == 0:  # the file's first shard speaks for the file
+        counts.stats["files"] += 1
+        counts.stats["empty_files"] += int(shard.file_lines == shard.file_blank)
+    counts.stats["lines"] += len(lines)
+    counts.stats["blank_lines"] += int(blank.sum())
+    lines = language.normalize(lines, counts.stats)
+    labelled = label_lines(lines, language, keep_other_scripts=transcript)
+    counts.dropped.update(labelled.dropped)
+    labels = None
+    if transcript:  # an ASR hypothesis: marks found anyway are stripped, counted
+        flat = pc.list_flatten(labelled.labels)
+        counts.stats["marks_stripped"] += int(pc.sum(pc.not_equal(flat, "O")).as_py() or 0)
+        labels = pa.ListArray.from_arrays(labelled.labels.offsets, pa.array(["O"] * len(flat), pa.string()))
+    lengths = pc.list_value_length(labelled.words).to_numpy(zero_copy_only=False)
+    counts.dropped["line_without_words"] += int(((lengths == 0) & ~blank).sum())
+    names, seg = numbering(shard, blank, options.doc_boundary)
+    keep = lengths > 0
+    return StepResult(lines_table(corpus, language.code, names, seg, labelled, keep, labels), counts)
+
+
+def prepare(paths, lang: str, corpus: str, **options):
+    return prepare_with("text", paths, lang, corpus, **options)

@@ -1,8 +1,10 @@
 """TED talks in mteval XML (IWSLT): ``<doc docid=...>`` holding ``<seg id=...>`` segments.
 
-Each talk is a document (doc_id: its ``talkid``, else ``docid``); each ``<seg>`` a
-segment, labelled from its own punctuation.  Metadata elements (title, url,
-description, keywords) are not text of the talk and are skipped.
+Each talk is a document (doc_id: its ``talkid``, else ``docid``); each ``<seg>`` a segment,
+labelled from its own punctuation; all of a segment's text counts, inline elements' too
+(``<seg>Before <i>inner</i> after.</seg>``).  Metadata elements (title, url, description,
+keywords) are not text of the talk and are skipped; a ``<seg>`` outside any ``<doc>`` has no
+talk to belong to: dropped, counted.  Each file is a shard.
 """
 
 from __future__ import annotations
@@ -12,51 +14,60 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pyarrow as pa
 
+from pipeline.ingest import FileShard, ReaderOptions
 from pipeline.io import InputError, read_text
 from pipeline.labelling import label_lines
-from pipeline.languages import get_language
 from pipeline.schema import concat
+from pipeline.step import Counts, StepResult
 
-from .base import Prepared, as_paths, table_from_lines
+from .base import lines_table, prepare_with
 
 
-def parse(text: str, path) -> list[tuple[str, list[str]]]:
+class Options(ReaderOptions):
+    pass
+
+
+def parse(text: str, path, counts: Counts | None = None) -> list[tuple[str, list[str]]]:
     """(talk id, segment texts) per ``<doc>``."""
     try:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as exc:
         line, column = exc.position
-        raise InputError(
-            f"{path}:{line}: not well-formed XML (column {column}): {exc.msg if hasattr(exc, 'msg') else exc}"
-        ) from None
+        raise InputError(f"{path}:{line}: not well-formed XML (column {column}): {exc}") from None
     docs = []
+    inside = 0
     for doc in root.iter("doc"):
         talk = doc.findtext("talkid") or doc.get("docid")
         if not talk:
             raise InputError(f"{path}: a <doc> element has neither a docid attribute nor a <talkid>")
-        docs.append((talk.strip(), [(seg.text or "").strip() for seg in doc.iter("seg")]))
+        segments = ["".join(seg.itertext()).strip() for seg in doc.iter("seg")]
+        inside += len(segments)
+        docs.append((talk.strip(), segments))
+    outside = sum(1 for _ in root.iter("seg")) - inside
+    if outside and counts is not None:
+        counts.dropped["segment_outside_any_document"] += outside
     return docs
 
 
-def prepare(paths, lang: str, corpus: str) -> Prepared:
-    language = get_language(lang)
-    prepared = Prepared(table=None)
+def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
+    counts = Counts()
+    docs = parse(read_text(shard.path), shard.path, counts)
+    counts.stats["files"] += 1
+    counts.stats["documents"] += len(docs)
     tables = []
-    for path in as_paths(paths):
-        docs = parse(read_text(path), path)
-        prepared.stats["files"] += 1
-        prepared.stats["documents"] += len(docs)
-        for talk, segments in docs:
-            lines = language.normalize(pa.array(segments, pa.string()))
-            blank = np.array([not s.strip() for s in lines.to_pylist()], dtype=bool)
-            prepared.stats["lines"] += len(segments)
-            prepared.stats["blank_lines"] += int(blank.sum())
-            labelled = label_lines(lines, language)
-            prepared.dropped.update(labelled.dropped)
-            tables.append(
-                table_from_lines(corpus, lang, talk, labelled.words, labelled.labels, blank, "file", prepared)
-            )
-    prepared.table = concat(tables)
-    prepared.stats["segments"] = prepared.table.num_rows
-    prepared.stats["words"] = sum(len(w) for w in prepared.table["words"].to_pylist())
-    return prepared
+    for talk, segments in docs:
+        lines = language.normalize(pa.array(segments, pa.string()), counts.stats)
+        blank = np.array([not s.strip() for s in lines.to_pylist()], dtype=bool)
+        counts.stats["lines"] += len(segments)
+        counts.stats["blank_lines"] += int(blank.sum())
+        labelled = label_lines(lines, language)
+        counts.dropped.update(labelled.dropped)
+        lengths = np.array([len(w) for w in labelled.words.to_pylist()], dtype=np.int64)
+        counts.dropped["line_without_words"] += int(((lengths == 0) & ~blank).sum())
+        seg = np.cumsum(~blank) - 1
+        tables.append(lines_table(corpus, language.code, [talk] * len(segments), seg, labelled, lengths > 0))
+    return StepResult(concat(tables), counts)
+
+
+def prepare(paths, lang: str, corpus: str, **options):
+    return prepare_with("ted_xml", paths, lang, corpus, **options)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
@@ -364,7 +365,8 @@ def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id"
         raise ValueError(f"pair_by must be id or order, not {pair_by!r}")
     if len(ref_docs) == 1 and len(hyp_docs) == 1:
         return [(ref_docs[0], hyp_docs[0])]
-    missing = [d for d in hyp_docs if d not in set(ref_docs)]
+    known = set(ref_docs)
+    missing = [d for d in hyp_docs if d not in known]
     if missing:
         raise AlignmentError(
             f"{len(missing)} hypothesis document(s) have no reference document of the same id, e.g. {missing[0]!r}"
@@ -374,6 +376,136 @@ def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id"
 
 def _align_job(job) -> DocumentAlignment:
     return align_document(*job)
+
+
+@dataclass
+class AlignReport:
+    """What an alignment did, summed over documents and shards (:meth:`merge`); :meth:`finish` checks
+    the whole corpus (WER, an empty hypothesis) and words the report."""
+
+    policy: str
+    documents: int = 0
+    reference_words: int = 0
+    hypothesis_words: int = 0
+    errors: Counter = field(default_factory=Counter)  # substitutions, deletions, insertions, reference_tokens
+    marks: Counter = field(default_factory=Counter)  # reference, transferred, moved, merged, dropped:<reason>
+    labels_after: Counter = field(default_factory=Counter)
+    ignored_hypothesis_labels: int = 0
+    per_document: list = field(default_factory=list)
+
+    def merge(self, other: AlignReport) -> AlignReport:
+        self.documents += other.documents
+        self.reference_words += other.reference_words
+        self.hypothesis_words += other.hypothesis_words
+        self.errors.update(other.errors)
+        self.marks.update(other.marks)
+        self.labels_after.update(other.labels_after)
+        self.ignored_hypothesis_labels += other.ignored_hypothesis_labels
+        self.per_document += other.per_document
+        return self
+
+    @property
+    def wer(self) -> float:
+        e = self.errors
+        errors = e["substitutions"] + e["deletions"] + e["insertions"]
+        return errors / e["reference_tokens"] if e["reference_tokens"] else 1.0
+
+    def finish(self, labels_before: dict[str, int], max_wer: float = 0.5, force: bool = False) -> dict:
+        warnings = []
+        if self.ignored_hypothesis_labels:
+            warnings.append(
+                f"the hypothesis carried {self.ignored_hypothesis_labels} punctuation labels: ignored (stripped)"
+            )
+        if not self.hypothesis_words:
+            if not force:
+                raise AlignmentError(
+                    "the hypothesis is empty: no words to align; pass --force to write an empty output"
+                )
+            warnings.append("the hypothesis is empty")
+        check_wer(self.wer, self.per_document, max_wer, force)
+        dropped = {k.split(":", 1)[1]: int(v) for k, v in sorted(self.marks.items()) if k.startswith("dropped:")}
+        return {
+            "policy": self.policy,
+            "documents": self.documents,
+            "reference_words": self.reference_words,
+            "hypothesis_words": self.hypothesis_words,
+            "wer": {
+                "wer": round(self.wer, 4),
+                **{k: int(self.errors[k]) for k in ("substitutions", "deletions", "insertions")},
+                "reference_tokens": int(self.errors["reference_tokens"]),
+            },
+            "marks": {
+                **{k: int(self.marks[k]) for k in ("reference", "transferred", "moved", "merged")},
+                "dropped": dropped,
+            },
+            "labels_before": {k: int(labels_before.get(k, 0)) for k in LABELS},
+            "labels_after": {k: int(self.labels_after[k]) for k in LABELS},
+            "warnings": warnings,
+            "ignored_hypothesis_labels": self.ignored_hypothesis_labels,
+            "per_document": self.per_document,
+        }
+
+
+def align_part(
+    ref: pa.Table,
+    hyp: pa.Table,
+    pairs: list[tuple[str, str]],
+    policy: str = "guerreiro",
+    verbalizer=None,
+    corpus: str | None = None,
+    workers: int = 1,
+) -> tuple[pa.Table, AlignReport]:
+    """The hypothesis rows labelled from the reference by the document ``pairs`` (every hypothesis
+    document of ``hyp`` in a pair), and the part's report."""
+    ref_docs, hyp_docs = _documents(ref), _documents(hyp)
+    report = AlignReport(policy)
+    flat_hyp_labels = pc.list_flatten(hyp["labels"]) if hyp.num_rows else pa.array([], pa.string())
+    report.ignored_hypothesis_labels = int(pc.sum(pc.not_equal(flat_hyp_labels, "O")).as_py() or 0)
+    if pairs:
+        ref_script = dominant_script(ref_docs[pairs[0][0]].words[:2000].to_pylist())
+        hyp_script = dominant_script(hyp_docs[pairs[0][1]].words[:2000].to_pylist())
+        if ref_script and hyp_script and ref_script != hyp_script:
+            raise AlignmentError(
+                f"reference is in {ref_script} script but hypothesis in {hyp_script}: not transcripts of the same text"
+            )
+    report.documents = len(pairs)
+    report.reference_words = sum(len(ref_docs[d].words) for d, _ in pairs)
+    report.hypothesis_words = sum(len(hyp_docs[d].words) for _, d in pairs)
+    hyp_codes = np.zeros(len(flat_hyp_labels), dtype=np.int8)
+    jobs = [
+        (ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
+        for r, h in pairs
+    ]
+    for (ref_id, hyp_id), result in zip(pairs, map_ordered(_align_job, jobs, workers)):
+        hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
+        doc_errors = result.substitutions + result.deletions + result.insertions
+        report.per_document.append(
+            {"reference": ref_id, "hypothesis": hyp_id, "wer": round(doc_errors / max(result.ref_tokens, 1), 4)}
+        )
+        report.errors.update(
+            substitutions=result.substitutions,
+            deletions=result.deletions,
+            insertions=result.insertions,
+            reference_tokens=result.ref_tokens,
+        )
+        report.marks.update(result.marks)
+        report.marks["reference"] += int((ref_docs[ref_id].codes > 0).sum())
+    # the hypothesis's own words, segments and case, labels from the transfer
+    words_column = hyp["words"].combine_chunks()
+    offsets = pc.subtract(words_column.offsets, words_column.offsets[0]) if hyp.num_rows else pa.array([0], pa.int32())
+    labels_column = pa.ListArray.from_arrays(offsets, _LABEL_ARRAY.take(pa.array(hyp_codes)))
+    out = segments_table(
+        corpus or (hyp["corpus"][0].as_py() if hyp.num_rows else "aligned"),
+        hyp["lang"][0].as_py() if hyp.num_rows else (ref["lang"][0].as_py() if ref.num_rows else "und"),
+        hyp["doc_id"],
+        hyp["seg_id"],
+        hyp["words"],
+        labels_column,
+        case=hyp["case"],
+        surface=hyp["surface"],
+    )
+    report.labels_after.update(label_counts(out))
+    return out, report
 
 
 def align_tables(
@@ -387,97 +519,15 @@ def align_tables(
     pair_by: str = "id",
     workers: int = 1,
 ) -> tuple[pa.Table, dict]:
-    """Hypothesis segments labelled from the reference, and the alignment report.
+    """Hypothesis segments labelled from the reference, and the alignment report (tables in memory).
 
     ``workers`` > 1 aligns documents on that many processes (0: one per core); the
     output is the same whatever the number.
     """
-    ref_docs, hyp_docs = _documents(ref), _documents(hyp)
-    warnings = []
-    hyp_marks = int(pc.sum(pc.not_equal(pc.list_flatten(hyp["labels"]), "O")).as_py() or 0) if hyp.num_rows else 0
-    if hyp_marks:
-        warnings.append(f"the hypothesis carried {hyp_marks} punctuation labels: ignored (stripped)")
-    if not any(len(d.words) for d in hyp_docs.values()):
-        if not force:
-            raise AlignmentError("the hypothesis is empty: no words to align; pass --force to write an empty output")
-        warnings.append("the hypothesis is empty")
-    pairs = pair_documents(list(ref_docs), list(hyp_docs), pair_by) if hyp_docs else []
-    n_ref_words = sum(len(ref_docs[d].words) for d, _ in pairs)
-    n_hyp_words = sum(len(hyp_docs[d].words) for _, d in pairs)
-    ref_script = dominant_script(ref_docs[pairs[0][0]].words[:2000].to_pylist()) if pairs else None
-    hyp_script = dominant_script(hyp_docs[pairs[0][1]].words[:2000].to_pylist()) if pairs else None
-    if ref_script and hyp_script and ref_script != hyp_script:
-        raise AlignmentError(
-            f"reference is in {ref_script} script but hypothesis in {hyp_script}: not transcripts of the same text"
-        )
-    totals = Counter()
-    marks = Counter()
-    hyp_codes = np.zeros(len(pc.list_flatten(hyp["words"])) if hyp.num_rows else 0, dtype=np.int8)
-    per_document = []
-    jobs = [
-        (ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
-        for r, h in pairs
-    ]
-    results = map_ordered(_align_job, jobs, workers)
-    for (ref_id, hyp_id), result in zip(pairs, results):
-        hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
-        doc_errors = result.substitutions + result.deletions + result.insertions
-        per_document.append(
-            {"reference": ref_id, "hypothesis": hyp_id, "wer": round(doc_errors / max(result.ref_tokens, 1), 4)}
-        )
-        totals.update(
-            substitutions=result.substitutions,
-            deletions=result.deletions,
-            insertions=result.insertions,
-            ref_tokens=result.ref_tokens,
-        )
-        marks.update(result.marks)
-    errors = totals["substitutions"] + totals["deletions"] + totals["insertions"]
-    wer = errors / totals["ref_tokens"] if totals["ref_tokens"] else 1.0
-    check_wer(wer, per_document, max_wer, force)
-
-    # the hypothesis's own words and segments, labels from the transfer
-    words_column = hyp["words"].combine_chunks()
-    labels_column = pa.ListArray.from_arrays(
-        pc.subtract(words_column.offsets, words_column.offsets[0]), _LABEL_ARRAY.take(pa.array(hyp_codes))
-    )
-
-    out = segments_table(
-        corpus or (hyp["corpus"][0].as_py() if hyp.num_rows else "aligned"),
-        hyp["lang"][0].as_py() if hyp.num_rows else (ref["lang"][0].as_py() if ref.num_rows else "und"),
-        hyp["doc_id"],
-        hyp["seg_id"],
-        hyp["words"],
-        labels_column,
-    )
-    reference_marks = int(sum(int((ref_docs[r].codes > 0).sum()) for r, _ in pairs))
-    dropped = {k.split(":", 1)[1]: v for k, v in sorted(marks.items()) if k.startswith("dropped:")}
-    report = {
-        "policy": policy,
-        "documents": len(pairs),
-        "reference_words": n_ref_words,
-        "hypothesis_words": n_hyp_words,
-        "wer": {
-            "wer": round(wer, 4),
-            "substitutions": totals["substitutions"],
-            "deletions": totals["deletions"],
-            "insertions": totals["insertions"],
-            "reference_tokens": totals["ref_tokens"],
-        },
-        "marks": {
-            "reference": reference_marks,
-            "transferred": marks["transferred"],
-            "moved": marks["moved"],
-            "merged": marks["merged"],
-            "dropped": dropped,
-        },
-        "labels_before": label_counts(ref),
-        "labels_after": label_counts(out),
-        "warnings": warnings,
-        "ignored_hypothesis_labels": hyp_marks,
-        "per_document": per_document,
-    }
-    return out, report
+    hyp_ids = list(_documents(hyp))
+    pairs = pair_documents(list(_documents(ref)), hyp_ids, pair_by) if hyp_ids else []
+    out, report = align_part(ref, hyp, pairs, policy, verbalizer, corpus, workers)
+    return out, report.finish(label_counts(ref), max_wer, force)
 
 
 def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool) -> None:
@@ -490,57 +540,129 @@ def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool)
         )
 
 
-def merge_reports(
-    reports: list[dict], labels_before: dict[str, int], max_wer: float = 0.5, force: bool = False
-) -> dict:
-    """One report from the reports of shards (each aligned with ``force``), checked as one corpus.
-
-    ``labels_before`` is counted over the whole reference (a shard sees only its documents'
-    references).  Gives the report ``align_tables`` gives on the unsharded tables."""
-
-    def summed(key, part):
-        total = Counter()
-        for r in reports:
-            total.update(r[key][part] if part else r[key])
-        return total
-
-    wer = summed("wer", None)
-    counts = {k: int(wer[k]) for k in ("substitutions", "deletions", "insertions", "reference_tokens")}
-    errors = counts["substitutions"] + counts["deletions"] + counts["insertions"]
-    rate = errors / counts["reference_tokens"] if counts["reference_tokens"] else 1.0
-    per_document = [d for r in reports for d in r["per_document"]]
-    hypothesis_words = sum(r["hypothesis_words"] for r in reports)
-    warnings = []
-    ignored = sum(r.get("ignored_hypothesis_labels", 0) for r in reports)
-    if ignored:
-        warnings.append(f"the hypothesis carried {ignored} punctuation labels: ignored (stripped)")
-    if not hypothesis_words:
-        if not force:
-            raise AlignmentError("the hypothesis is empty: no words to align; pass --force to write an empty output")
-        warnings.append("the hypothesis is empty")
-    check_wer(rate, per_document, max_wer, force)
-    marks = {k: sum(r["marks"][k] for r in reports) for k in ("reference", "transferred", "moved", "merged")}
-    dropped = summed("marks", "dropped")
-    after = summed("labels_after", None)
-    return {
-        "policy": reports[0]["policy"] if reports else None,
-        "documents": sum(r["documents"] for r in reports),
-        "reference_words": sum(r["reference_words"] for r in reports),
-        "hypothesis_words": hypothesis_words,
-        "wer": {"wer": round(rate, 4), **counts},
-        "marks": {**marks, "dropped": {k: int(dropped[k]) for k in sorted(dropped)}},
-        "labels_before": dict(labels_before),
-        "labels_after": {k: int(after[k]) for k in LABELS},
-        "warnings": warnings,
-        "ignored_hypothesis_labels": ignored,
-        "per_document": per_document,
-    }
-
-
 def label_counts(table: pa.Table | pa.RecordBatch) -> dict[str, int]:
     """Words per label (every label present, 0 when absent)."""
-    counts = dict.fromkeys(LABELS, 0)
-    if table.num_rows:
-        for row in pc.value_counts(pc.list_flatten(table["labels"])).to_pylist():
-            counts[row["values"]] = int(row["counts"])
-    return counts
+    from .labels import count_labels
+
+    return count_labels(table["labels"]) if table.num_rows else dict.fromkeys(LABELS, 0)
+
+
+# ---------------------------------------------------------------------------- datasets, sharded
+
+
+class AlignStep:
+    """A hypothesis shard -> its segments labelled from the reference documents they pair with;
+    only those reference documents are read (a filtered scan), so memory is bounded by the shard."""
+
+    def __init__(self, ref_path: str, policy: str, lang: str | None, corpus: str, pairing: dict | None):
+        self.ref_path, self.policy, self.lang, self.corpus = str(ref_path), policy, lang, corpus
+        self.pairing = pairing  # hyp doc -> ref doc per shard index (order pairing, single documents); None: by id
+
+    def __call__(self, shard):
+        from .dataset import read_segments
+        from .io import conform_segments, parquet_files
+        from .step import StepResult
+        from .verbalize import verbalizer_or_none
+
+        hyp = read_segments(shard)
+        hyp_ids = list(_documents(hyp))
+        mapping = self.pairing.get(shard.index, {}) if self.pairing is not None else {d: d for d in hyp_ids}
+        wanted = sorted(set(mapping.values()))
+        tables = []
+        for file in parquet_files(self.ref_path):
+            found = pq.read_table(file, filters=[("doc_id", "in", wanted)]) if wanted else None
+            if found is not None and found.num_rows:
+                tables.append(conform_segments(found, file))
+        ref = pa.concat_tables(tables) if tables else None
+        known = set(_documents(ref)) if ref is not None else set()
+        missing = [d for d in hyp_ids if mapping.get(d) not in known]
+        if missing:
+            raise AlignmentError(
+                f"{len(missing)} hypothesis document(s) have no reference document of the same id, e.g. {missing[0]!r}"
+            )
+        lang = self.lang or (hyp["lang"][0].as_py() if hyp.num_rows else None)
+        pairs = [(mapping[d], d) for d in hyp_ids]
+        out, report = align_part(
+            ref if ref is not None else hyp.slice(0, 0),
+            hyp,
+            pairs,
+            self.policy,
+            verbalizer_or_none(lang) if lang else None,
+            self.corpus,
+        )
+        return StepResult(out, payload=report)
+
+
+def align_datasets(
+    ref_path,
+    hyp_path,
+    out,
+    report,
+    policy: str = "guerreiro",
+    lang: str | None = None,
+    corpus: str = "aligned",
+    pair_by: str = "id",
+    max_wer: float = 0.5,
+    force: bool = False,
+    engine=None,
+) -> dict:
+    """Reference punctuation onto a hypothesis dataset, shard by shard, into ``out`` (a folder of parts)
+    and ``report``; the WER check covers the whole corpus and, failing, leaves no output."""
+    from . import io
+    from .dataset import counts_of, finish, row_shards, run_step
+    from .executor import executor
+    from .params import EngineParams
+    from .schema import SCHEMA_NAME
+
+    engine = engine or EngineParams()
+    shards = row_shards(hyp_path, engine.shard_rows)
+    ref_docs = _document_ids(ref_path)
+    hyp_docs_by_shard = [_shard_document_ids(s) for s in shards]
+    hyp_docs = [d for docs in hyp_docs_by_shard for d in docs]
+    pairing = None
+    if pair_by == "order" or (len(ref_docs) == 1 and len(hyp_docs) == 1):
+        pairs = pair_documents(ref_docs, hyp_docs, pair_by)
+        by_hyp = {h: r for r, h in pairs}
+        pairing = {s.index: {d: by_hyp[d] for d in docs} for s, docs in zip(shards, hyp_docs_by_shard)}
+    with io.Outputs(inputs=[ref_path, hyp_path]) as outputs:
+        folder = outputs.dataset(out)
+        report_path = outputs.file(report)
+        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            results = run_step(runner, AlignStep(ref_path, policy, lang, corpus, pairing), shards, folder, "align")
+        merged = AlignReport(policy)
+        for result in results:
+            merged.merge(result.payload)
+        labels_before = dict.fromkeys(LABELS, 0)
+        for batch in io.iter_batches(ref_path, columns=["labels"]):
+            for label, n in label_counts(batch).items():
+                labels_before[label] += n
+        out_report = merged.finish(labels_before, max_wer, force)
+        counts_of(results)
+        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        io.write_json_in_place(out_report, report_path)
+    return out_report
+
+
+def _document_ids(path) -> list[str]:
+    """A dataset's document ids in order of appearance (documents are contiguous), streamed."""
+    from . import io
+
+    out: list[str] = []
+    for batch in io.iter_batches(path, columns=["doc_id"]):
+        values = batch.column(0).to_numpy(zero_copy_only=False)
+        if not len(values):
+            continue
+        starts = np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
+        for v in values[starts].tolist():
+            if not out or out[-1] != v:
+                out.append(v)
+    return out
+
+
+def _shard_document_ids(shard) -> list[str]:
+    from .dataset import read_rows
+
+    values = read_rows(shard, ["doc_id"])["doc_id"].to_numpy(zero_copy_only=False)
+    if not len(values):
+        return []
+    return values[np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]].tolist()

@@ -1,28 +1,42 @@
-"""Label distributions, lengths, drift and leakage of segment tables.
+"""Label distributions, lengths, drift and leakage of segment datasets, streamed over shards.
 
 Definitions (also printed in the reports):
 
 * sentence length: the number of words in a run that ends with a PERIOD or QUESTION
   label, counted inside one document (runs may span segments); words after a
   document's last end mark form no sentence.  Mean, population standard deviation
-  (ddof=0) and percentiles (linear interpolation).
+  (ddof=0) and percentiles (linear interpolation, as numpy's).
 * segment length: words per segment (a row of the table).
 * OOV rate (dev/test): the share of the split's word tokens absent from train's vocabulary.
 * drift: a split's label share minus train's, in percentage points; above the
   threshold it is listed under ``warnings``.
 * leakage: documents found in several splits, and segments (exact word sequences)
   found in several splits.
+* case: words per capitalization label (O/U/A/M) and their shares.
+
+Every number is exact and the same as over the whole table in memory: counts and sums add up
+over shards (a document lies in one shard, so its sentences do), lengths are kept as integer
+histograms (exact means, standard deviations and percentiles), and vocabularies, documents
+and segments are counted by hash across shards (:mod:`pipeline.hashsets`).
 """
 
 from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import LABELS, SENTENCE_END_IDS
+from . import hashsets
+from .dataset import read_segments
+from .executor import Executor
+from .labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
 
 PERCENTILES = (50, 90, 99)
+NO_SPLIT = "-"
 
 NOTES = [
     "Sentence length = words in a run ending with PERIOD or QUESTION, inside one document; "
@@ -34,6 +48,7 @@ NOTES = [
     "carrying the end mark (equivalently, the gaps between words), an off-by-one in its script.",
     "OOV rate = share of a split's word tokens not in the train split's vocabulary.",
     "Drift = label share of a split minus that of train, in percentage points.",
+    "Case labels: O lowercase or caseless, U first letter upper, A all upper, M mixed (the exact form is kept).",
 ]
 
 
@@ -61,134 +76,297 @@ def sentence_lengths(table: pa.Table) -> np.ndarray:
     return ends - starts + 1
 
 
-def _stats(values: np.ndarray) -> dict:
-    out = {
-        "mean": round(float(values.mean()), 4) if len(values) else 0.0,
-        "std": round(float(values.std()), 4) if len(values) else 0.0,
-    }
+# ------------------------------------------------------------------------------ aggregates
+
+
+@dataclass
+class Tally:
+    """What adds up over shards for one (corpus, split, lang): counts and length histograms."""
+
+    words: int = 0
+    segments: int = 0
+    labels: Counter = field(default_factory=Counter)
+    case: Counter = field(default_factory=Counter)
+    sentences: Counter = field(default_factory=Counter)  # sentence length -> sentences
+    segment_lengths: Counter = field(default_factory=Counter)
+
+    def add(self, other: Tally) -> Tally:
+        self.words += other.words
+        self.segments += other.segments
+        for name in ("labels", "case", "sentences", "segment_lengths"):
+            getattr(self, name).update(getattr(other, name))
+        return self
+
+
+def _histogram(values: np.ndarray) -> Counter:
+    if not len(values):
+        return Counter()
+    lengths, n = np.unique(values, return_counts=True)
+    return Counter(dict(zip(lengths.tolist(), n.tolist())))
+
+
+def _value_counts(flat: pa.Array) -> Counter:
+    return (
+        Counter({row["values"]: int(row["counts"]) for row in pc.value_counts(flat).to_pylist()})
+        if len(flat)
+        else Counter()
+    )
+
+
+def tally(table: pa.Table, sentence_table: pa.Table | None = None) -> Tally:
+    labels = pc.list_flatten(table["labels"].combine_chunks())
+    return Tally(
+        words=len(labels),
+        segments=table.num_rows,
+        labels=_value_counts(labels),
+        case=_value_counts(pc.list_flatten(table["case"].combine_chunks())),
+        sentences=_histogram(sentence_lengths(table if sentence_table is None else sentence_table)),
+        segment_lengths=_histogram(pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)),
+    )
+
+
+@dataclass(frozen=True)
+class TableShard:
+    """An in-memory table as a shard (the same audit over tables a caller holds)."""
+
+    table: pa.Table
+    index: int
+    source: int = 0
+
+
+class AuditShard:
+    """Picklable step: a shard's tallies per (corpus, split, lang) and its hash groups.
+
+    Tallies are kept per (corpus, split, lang) and, since sentence runs depend on which rows are
+    taken together, also per (corpus, split) with lang "*", per (corpus, "*", lang) and per
+    (corpus, "*", "*"): each computed on exactly the rows such a summary covers."""
+
+    def __init__(self, folder, names: list[str | None] | None = None):
+        self.folder, self.names = str(folder), names
+
+    def __call__(self, shard) -> tuple[dict, int]:
+        table = shard.table if isinstance(shard, TableShard) else read_segments(shard)
+        if self.names and self.names[shard.source] is not None:
+            table = table.set_column(0, "corpus", pa.array([self.names[shard.source]] * table.num_rows, pa.string()))
+        tallies: dict[tuple, Tally] = {}
+        groups: dict[tuple, tuple] = {}
+        if table.num_rows:
+            split = pc.fill_null(table["split"], NO_SPLIT)
+            keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
+            encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+            codes = encoded.indices.to_numpy(zero_copy_only=False)
+            combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
+            word_hashes = hashsets.string_hashes(pc.list_flatten(table["words"].combine_chunks()))
+            word_code = np.repeat(codes, np.diff(_offsets(table["words"])))
+            seg_hashes = hashsets.list_hashes(table["words"])
+            doc_hashes = hashsets.string_hashes(table["doc_id"])
+            for k, (corpus, split_name, lang) in enumerate(combos):
+                rows = np.flatnonzero(codes == k)
+                part = table.take(pa.array(rows))
+                tallies[(corpus, split_name, lang)] = tally(part)
+                groups[("word", corpus, split_name, lang)] = hashsets.distinct(word_hashes[word_code == k])
+                groups[("doc", corpus, split_name, lang)] = hashsets.distinct(doc_hashes[rows])
+                groups[("seg", corpus, split_name, lang)] = hashsets.distinct(seg_hashes[rows])
+            # the wider views, on their own rows (sentences run across the rows of a document)
+            corpus_of = {c[0] for c in combos}
+            for corpus in corpus_of:
+                mask = pc.equal(table["corpus"], corpus)
+                whole = table.filter(mask)
+                tallies[(corpus, "*", "*")] = tally(whole)
+                for split_name in {c[1] for c in combos if c[0] == corpus}:
+                    part = whole.filter(pc.equal(pc.fill_null(whole["split"], NO_SPLIT), split_name))
+                    tallies[(corpus, split_name, "*")] = tally(part)
+                for lang in {c[2] for c in combos if c[0] == corpus}:
+                    tallies[(corpus, "*", lang)] = tally(whole.filter(pc.equal(whole["lang"], lang)))
+        written = hashsets.write_groups(self.folder, shard.index, groups)
+        return tallies, written
+
+
+def _offsets(lists) -> np.ndarray:
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def _percentile(histogram: Counter, p: float) -> float:
+    """numpy's linear-interpolation percentile of the values a histogram counts."""
+    values = sorted(histogram)
+    counts = np.array([histogram[v] for v in values], np.int64)
+    n = int(counts.sum())
+    q = p / 100
+    position = n * q - q  # numpy's virtual index for the linear method
+    below = int(np.floor(position))
+    cumulative = np.cumsum(counts)
+
+    def at(rank):
+        return values[int(np.searchsorted(cumulative, rank, side="right"))]
+
+    low, high = at(below), at(min(below + 1, n - 1))
+    t = position - below
+    diff = high - low
+    return low + diff * t if t < 0.5 else high - diff * (1 - t)
+
+
+def _stats(histogram: Counter) -> dict:
+    n = sum(histogram.values())
+    if not n:
+        return {"mean": 0.0, "std": 0.0, **{f"p{p}": 0.0 for p in PERCENTILES}}
+    values = np.array(sorted(histogram), np.float64)
+    counts = np.array([histogram[int(v)] for v in values], np.float64)
+    mean = float((values * counts).sum() / n)
+    std = float(np.sqrt(((values - mean) ** 2 * counts).sum() / n))
+    out = {"mean": round(mean, 4), "std": round(std, 4)}
     for p in PERCENTILES:
-        out[f"p{p}"] = round(float(np.percentile(values, p)), 2) if len(values) else 0.0
+        out[f"p{p}"] = round(float(_percentile(histogram, p)), 2)
     return out
 
 
-def summarize(table: pa.Table, train_vocabulary: set | None = None) -> dict:
-    """One dataset (or split): words, label counts and shares, lengths, vocabulary, OOV."""
-    words = pc.list_flatten(table["words"].combine_chunks()) if table.num_rows else pa.array([], pa.string())
-    flat = pc.list_flatten(table["labels"].combine_chunks()) if table.num_rows else pa.array([], pa.string())
-    counts = {label: 0 for label in LABELS}
-    if len(flat):
-        for row in pc.value_counts(flat).to_pylist():
-            counts[row["values"]] = int(row["counts"])
-    n = len(flat)
-    segment_lengths = (
-        pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else np.zeros(0)
-    )
-    vocabulary = set(pc.unique(words).to_pylist()) if len(words) else set()
+def _summary(t: Tally, documents: int, vocabulary: int | None, languages: list[str]) -> dict:
+    n = t.words
+    labels = {label: int(t.labels.get(label, 0)) for label in LABELS}
+    case = {label: int(t.case.get(label, 0)) for label in CASE_LABELS}
     summary = {
         "words": n,
-        "labels": counts,
-        "label_shares": {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in counts.items()},
-        "sentence_length": _stats(sentence_lengths(table)),
-        "segments": int(table.num_rows),
-        "segment_length": _stats(segment_lengths.astype(np.int64)),
-        "documents": len(set(table["doc_id"].to_pylist())) if table.num_rows else 0,
-        "vocabulary": len(vocabulary),
-        "languages": ",".join(sorted(set(table["lang"].to_pylist()))) if table.num_rows else "",
+        "labels": labels,
+        "label_shares": {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in labels.items()},
+        "case_labels": case,
+        "case_shares": {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in case.items()},
+        "sentence_length": _stats(t.sentences),
+        "segments": t.segments,
+        "segment_length": _stats(t.segment_lengths),
+        "documents": documents,
     }
-    if train_vocabulary is not None:
-        if n:
-            in_train = pc.is_in(words, value_set=pa.array(sorted(train_vocabulary), pa.string()))
-            summary["oov_rate"] = round(100.0 * (1 - pc.sum(in_train).as_py() / n), 4)
-        else:
-            summary["oov_rate"] = 0.0
-    missing = [label for label, c in counts.items() if c == 0]
+    if vocabulary is not None:
+        summary["vocabulary"] = vocabulary
+    summary["languages"] = ",".join(languages)
+    missing = [label for label, c in labels.items() if c == 0]
     if n and missing:
         summary["missing_labels"] = ",".join(missing)
     return summary
-
-
-def _splits(table: pa.Table) -> list[str]:
-    splits = table["split"].to_pylist() if table.num_rows else []
-    present = sorted({s for s in splits if s is not None})
-    order = {"train": 0, "dev": 1, "valid": 1, "test": 2}
-    return sorted(present, key=lambda s: (order.get(s, 3), s))
-
-
-def audit(tables: list[pa.Table], drift_threshold: float = 1.0, expected_splits: tuple[str, ...] = ()) -> dict:
-    """``{dataset: summary}``; datasets with a ``split`` column also get per-split summaries,
-    drift against train and leakage counts."""
-    by_corpus: dict[str, list[pa.Table]] = {}
-    for table in tables:
-        corpora = sorted(set(table["corpus"].to_pylist())) if table.num_rows else ["(empty)"]
-        for corpus in corpora:
-            part = table.filter(pc.equal(table["corpus"], corpus)) if table.num_rows else table
-            by_corpus.setdefault(corpus, []).append(part)
-    result = {}
-    for corpus, parts in sorted(by_corpus.items()):
-        table = pa.concat_tables(parts)
-        summary = summarize(table)
-        languages = sorted(set(table["lang"].to_pylist())) if table.num_rows else []
-        if len(languages) > 1:  # a multilingual dataset: each language on its own too
-            summary["by_language"] = {
-                lang: _brief(summarize(table.filter(pc.equal(table["lang"], lang)))) for lang in languages
-            }
-        splits = _splits(table)
-        if splits or expected_splits:
-            summary.update(_split_audit(table, splits, expected_splits, drift_threshold))
-        result[corpus] = summary
-    return result
 
 
 def _brief(summary: dict) -> dict:
     return {key: summary[key] for key in ("words", "labels", "label_shares", "sentence_length", "documents")}
 
 
-def _split_audit(table, splits, expected_splits, threshold) -> dict:
-    parts = {s: table.filter(pc.equal(table["split"], s)) for s in splits}
-    train = parts.get("train")
-    train_vocab = (
-        set(pc.unique(pc.list_flatten(train["words"].combine_chunks())).to_pylist())
-        if train is not None and train.num_rows
-        else None
-    )
-    split_summaries = {}
-    for name in list(splits) + [s for s in expected_splits if s not in splits]:
-        part = parts.get(name, table.slice(0, 0))
-        split_summaries[name] = summarize(part, train_vocab if name != "train" else None)
-        languages = sorted(set(part["lang"].to_pylist())) if part.num_rows else []
-        if len(languages) > 1:
-            split_summaries[name]["by_language"] = {
-                lang: _brief(summarize(part.filter(pc.equal(part["lang"], lang)))) for lang in languages
+def _split_order(splits) -> list[str]:
+    order = {"train": 0, "dev": 1, "valid": 1, "test": 2}
+    return sorted(splits, key=lambda s: (order.get(s, 3), s))
+
+
+def aggregate(
+    runner: Executor,
+    shards: list,
+    folder,
+    names=None,
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+) -> tuple[dict, dict[str, Counter]]:
+    """``{dataset: summary}`` over ``shards`` (see the module doc), and each dataset's sentence-length
+    histogram; hash groups go through ``folder``."""
+    tallies: dict[tuple, Tally] = {}
+    written = 0
+    for part, n in runner.map(AuditShard(folder, names), shards, label="audit"):
+        written += n
+        for key, t in part.items():
+            tallies.setdefault(key, Tally()).add(t)
+    combos = sorted(k for k in tallies if "*" not in k)
+    corpora = sorted({c for c, _, _ in combos})
+    members = {corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora}
+    families = {}
+    for corpus, pairs in members.items():
+        for kind in ("word", "doc", "seg"):
+            families[(kind, corpus)] = [(kind, corpus, s, l) for s, l in pairs]
+    overlaps, _ = hashsets.reduce(runner, folder, [s.index for s in shards], families, written)
+
+    def distinct(kind, corpus, keep) -> int:
+        """Distinct hashes of ``kind`` in the corpus's members that ``keep(split, lang)``."""
+        bits = [i for i, (s, l) in enumerate(members[corpus]) if keep(s, l)]
+        overlap = overlaps[(kind, corpus)]
+        return sum(n for mask, n in overlap.masks.items() if any(mask >> b & 1 for b in bits))
+
+    result = {}
+    for corpus in corpora:
+        langs = sorted({l for _, l in members[corpus]})
+        summary = _summary(
+            tallies[(corpus, "*", "*")],
+            distinct("doc", corpus, lambda s, l: True),
+            distinct("word", corpus, lambda s, l: True),
+            langs,
+        )
+        if len(langs) > 1:
+            summary["by_language"] = {
+                lang: _brief(
+                    _summary(
+                        tallies[(corpus, "*", lang)],
+                        distinct("doc", corpus, lambda s, l, lang=lang: l == lang),
+                        None,
+                        [lang],
+                    )
+                )
+                for lang in langs
             }
-    warnings = []
-    drift = {}
-    if train is not None and split_summaries["train"]["words"]:
-        for name, summary in split_summaries.items():
+        present = _split_order({s for s, _ in members[corpus] if s != NO_SPLIT})
+        if present or expected_splits:
+            summary.update(
+                _split_audit(
+                    corpus, present, expected_splits, members[corpus], tallies, overlaps, distinct, drift_threshold
+                )
+            )
+        result[corpus] = summary
+    return result, {corpus: tallies[(corpus, "*", "*")].sentences for corpus in corpora}
+
+
+def _split_audit(corpus, present, expected, pairs, tallies, overlaps, distinct, threshold) -> dict:
+    train_bits = [i for i, (s, _) in enumerate(pairs) if s == "train"]
+    has_train = bool(train_bits) and tallies[(corpus, "train", "*")].words > 0
+    splits = {}
+    for name in [*present, *[s for s in expected if s not in present]]:
+        t = tallies.get((corpus, name, "*"), Tally())
+        langs = sorted({l for s, l in pairs if s == name})
+        summary = _summary(
+            t,
+            distinct("doc", corpus, lambda s, l, name=name: s == name),
+            distinct("word", corpus, lambda s, l, name=name: s == name),
+            langs,
+        )
+        if name != "train" and has_train:
+            summary["oov_rate"] = _oov(overlaps[("word", corpus)], pairs, name, train_bits, t.words)
+        if len(langs) > 1:
+            summary["by_language"] = {
+                lang: _brief(
+                    _summary(
+                        tallies[(corpus, name, lang)],
+                        distinct("doc", corpus, lambda s, l, n=name, g=lang: s == n and l == g),
+                        None,
+                        [lang],
+                    )
+                )
+                for lang in langs
+            }
+        splits[name] = summary
+    warnings, drift = [], {}
+    if "train" in splits and splits["train"]["words"]:
+        for name, summary in splits.items():
             if name == "train" or not summary["words"]:
                 continue
             drift[name] = {
-                label: round(summary["label_shares"][label] - split_summaries["train"]["label_shares"][label], 4)
+                label: round(summary["label_shares"][label] - splits["train"]["label_shares"][label], 4)
                 for label in LABELS
             }
             for label, diff in drift[name].items():
                 if abs(diff) > threshold:
                     warnings.append(f"{name} {label} share differs from train by {diff:+.2f} points")
-    for name, summary in split_summaries.items():
+    for name, summary in splits.items():
         if summary["documents"] == 0:
             warnings.append(f"split {name} has no documents")
-    # leakage
-    doc_splits: dict[str, set] = {}
-    segment_splits: dict[tuple, set] = {}
-    for doc, split, words in zip(table["doc_id"].to_pylist(), table["split"].to_pylist(), table["words"].to_pylist()):
-        if split is None:
-            continue
-        doc_splits.setdefault(doc, set()).add(split)
-        segment_splits.setdefault(tuple(words), set()).add(split)
     out = {
-        "splits": split_summaries,
+        "splits": splits,
         "leakage": {
-            "documents_in_several_splits": sum(1 for s in doc_splits.values() if len(s) > 1),
-            "segments_in_several_splits": sum(1 for s in segment_splits.values() if len(s) > 1),
+            "documents_in_several_splits": _in_several_splits(overlaps[("doc", corpus)], pairs),
+            "segments_in_several_splits": _in_several_splits(overlaps[("seg", corpus)], pairs),
         },
     }
     if drift:
@@ -196,6 +374,53 @@ def _split_audit(table, splits, expected_splits, threshold) -> dict:
     if warnings:
         out["warnings"] = "; ".join(warnings)
     return out
+
+
+def _oov(overlap: hashsets.Overlap, pairs, name: str, train_bits: list[int], tokens: int) -> float:
+    if not tokens:
+        return 0.0
+    train_mask = sum(1 << b for b in train_bits)
+    members = {i for i, (s, _) in enumerate(pairs) if s == name}
+    unseen = sum(n for (mask, member), n in overlap.occurrences.items() if member in members and not mask & train_mask)
+    return round(100.0 * unseen / tokens, 4)
+
+
+def _in_several_splits(overlap: hashsets.Overlap, pairs) -> int:
+    split_bits = {}
+    for i, (s, _) in enumerate(pairs):
+        if s != NO_SPLIT:
+            split_bits.setdefault(s, 0)
+            split_bits[s] |= 1 << i
+    return sum(n for mask, n in overlap.masks.items() if sum(1 for bits in split_bits.values() if mask & bits) > 1)
+
+
+def audit(tables: list[pa.Table], drift_threshold: float = 1.0, expected_splits: tuple[str, ...] = ()) -> dict:
+    """The audit of tables held in memory (the same aggregation as over shards)."""
+    from .executor import executor
+
+    shards = [TableShard(t, i) for i, t in enumerate(tables) if t.num_rows]
+    with tempfile.TemporaryDirectory(prefix="punct-audit-") as folder, executor("inline") as runner:
+        result, _ = aggregate(runner, shards, folder, drift_threshold=drift_threshold, expected_splits=expected_splits)
+    if not result and any(t.num_rows == 0 for t in tables):
+        result["(empty)"] = _summary(Tally(), 0, 0, [])
+    return result
+
+
+def audit_datasets(
+    runner: Executor,
+    paths,
+    folder,
+    shard_rows: int,
+    names=None,
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+) -> tuple[dict, dict[str, Counter]]:
+    """The audit of segment datasets (files or folders of parts), streamed, and the sentence-length
+    histograms; ``names[i]`` renames the corpus of every row of ``paths[i]`` (a dataset audited as one)."""
+    from .dataset import row_shards
+
+    shards = row_shards(paths, shard_rows)
+    return aggregate(runner, shards, folder, names, drift_threshold, expected_splits)
 
 
 def alignment_summary(report: dict) -> dict:
@@ -207,161 +432,3 @@ def alignment_summary(report: dict) -> dict:
         "marks_transferred": marks.get("transferred", 0),
         "marks_dropped": sum(marks.get("dropped", {}).values()),
     }
-
-
-# ---------------------------------------------------------------- presentation
-
-
-def _paper_percent(count: int, total: int) -> str:
-    """Alam 2020 Table 1 style: round to 2 decimals, trailing zeros dropped (6.3, 0.51, 85.5)."""
-    return f"{round(100.0 * count / total, 2) if total else 0.0:g}%"
-
-
-def table1_markdown(result: dict) -> str:
-    """Alam 2020 Table 1 layout: Dataset | Total | Period | Comma | Question | Other (O)."""
-    lines = ["| Dataset | Total | Period | Comma | Question | Other (O) |", "| --- | --- | --- | --- | --- | --- |"]
-    for name, summary in result.items():
-        rows = [(name, summary)] + [(f"{name} / {s}", v) for s, v in summary.get("splits", {}).items()]
-        for label, s in rows:
-            total, c = s["words"], s["labels"]
-            cells = [f"{c[k]} ({_paper_percent(c[k], total)})" for k in ("PERIOD", "COMMA", "QUESTION", "O")]
-            lines.append(f"| {label} | {total} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def plot_rows(result: dict) -> tuple[list[dict], list[dict]]:
-    """Rows for the DVC plots: label shares per dataset, and sentence-length histograms."""
-    shares, lengths = [], []
-    for name, summary in result.items():
-        for label in LABELS:
-            shares.append({"dataset": name, "label": label, "share": summary["label_shares"][label]})
-    return shares, lengths
-
-
-def length_histograms(tables: list[pa.Table], bins: int = 40) -> dict[str, list[tuple[int, int]]]:
-    """Sentence-length histogram per dataset: (length, number of sentences), lengths capped at ``bins``."""
-    out = {}
-    for table in tables:
-        for corpus in sorted(set(table["corpus"].to_pylist())) if table.num_rows else []:
-            lengths = sentence_lengths(table.filter(pc.equal(table["corpus"], corpus)))
-            counts = np.bincount(np.minimum(lengths, bins), minlength=bins + 1)
-            out[corpus] = [(int(k), int(v)) for k, v in enumerate(counts) if k > 0]
-    return out
-
-
-_COLORS = {"O": "#9aa5b1", "COMMA": "#1f77b4", "PERIOD": "#d62728", "QUESTION": "#2ca02c"}
-
-
-def _svg_shares(name: str, summary: dict) -> str:
-    width, height, pad = 420, 180, 30
-    marks = ["COMMA", "PERIOD", "QUESTION"]
-    top = max([summary["label_shares"][m] for m in marks] + [1.0])
-    bar = (width - 2 * pad) / len(marks)
-    parts = [
-        f'<svg class="chart" role="img" aria-label="label shares of {name}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
-    ]
-    for i, label in enumerate(marks):
-        share = summary["label_shares"][label]
-        h = (height - 2 * pad) * share / top
-        x = pad + i * bar + 8
-        parts.append(
-            f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{bar - 16:.1f}" height="{max(h, 1):.1f}" '
-            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}%</title></rect>'
-        )
-        parts.append(
-            f'<text x="{x + (bar - 16) / 2:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">'
-            f"{label} {share:.2f}%</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _svg_histogram(name: str, histogram: list[tuple[int, int]]) -> str:
-    width, height, pad = 420, 180, 30
-    peak = max([c for _, c in histogram] + [1])
-    bar = (width - 2 * pad) / max(len(histogram), 1)
-    parts = [
-        f'<svg class="chart" role="img" aria-label="sentence lengths of {name}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
-    ]
-    for i, (length, count) in enumerate(histogram):
-        h = (height - 2 * pad) * count / peak
-        parts.append(
-            f'<rect x="{pad + i * bar:.1f}" y="{height - pad - h:.1f}" width="{max(bar - 1, 1):.1f}" '
-            f'height="{max(h, 1 if count else 0):.1f}" fill="#ff7f0e"><title>{length} words: {count}</title></rect>'
-        )
-    parts.append(
-        f'<text x="{pad}" y="{height - 10}" font-size="11">1</text>'
-        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">'
-        f"{len(histogram)}+ words</text></svg>"
-    )
-    return "".join(parts)
-
-
-def report_html(result: dict, histograms: dict[str, list[tuple[int, int]]], title: str = "Label audit") -> str:
-    """A self-contained page: tables, SVG charts, notes; no script, no network fetch."""
-    import html
-
-    rows = []
-    for name, s in result.items():
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(v))}</td>"
-                for v in (
-                    name,
-                    s["languages"],
-                    s["documents"],
-                    s["segments"],
-                    s["words"],
-                    s["labels"]["PERIOD"],
-                    s["labels"]["COMMA"],
-                    s["labels"]["QUESTION"],
-                    s["labels"]["O"],
-                    f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}",
-                    s["vocabulary"],
-                    s.get("warnings", ""),
-                )
-            )
-            + "</tr>"
-        )
-    sections = []
-    for name, s in result.items():
-        charts = _svg_shares(name, s) + (_svg_histogram(name, histograms[name]) if name in histograms else "")
-        extra = ""
-        if "splits" in s:
-            split_rows = "".join(
-                f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
-                + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in LABELS)
-                + f"<td>{v.get('oov_rate', '')}</td></tr>"
-                for k, v in s["splits"].items()
-            )
-            extra = (
-                "<table><tr><th>split</th><th>docs</th><th>words</th>"
-                + "".join(f"<th>{l} %</th>" for l in LABELS)
-                + f"<th>OOV %</th></tr>{split_rows}</table>"
-                + f"<p>Leakage: {s['leakage']['documents_in_several_splits']} documents and "
-                f"{s['leakage']['segments_in_several_splits']} segments in several splits.</p>"
-            )
-        sections.append(f'<section><h2>{html.escape(name)}</h2><div class="charts">{charts}</div>{extra}</section>')
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
-td:first-child, th:first-child {{ text-align: left; }}
-.charts {{ display: flex; gap: 2em; flex-wrap: wrap; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-<table><tr><th>dataset</th><th>lang</th><th>docs</th><th>segments</th><th>words</th><th>PERIOD</th><th>COMMA</th>
-<th>QUESTION</th><th>O</th><th>sentence length</th><th>vocabulary</th><th>warnings</th></tr>
-{"".join(rows)}</table>
-{"".join(sections)}
-<h2>Notes</h2><ul>{notes}</ul>
-</body></html>
-"""

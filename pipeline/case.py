@@ -20,14 +20,20 @@ def capitalize_first(word: str) -> str:
 
 
 def case_of(word: str) -> tuple[str, str | None]:
-    lower = word.lower()
-    if word == lower:
+    return case_of_stored(word, word)
+
+
+def case_of_stored(original: str, stored: str) -> tuple[str, str | None]:
+    """:func:`case_of` for a word kept as ``stored`` (lowercased by another routine, or as written):
+    the label that :func:`apply_case` turns ``stored`` back into ``original`` with."""
+    lower = stored.lower()
+    if original == lower:
         return "O", None
-    if word == capitalize_first(lower):
+    if original == capitalize_first(lower):
         return "U", None
-    if word == lower.upper():
+    if original == lower.upper():
         return "A", None
-    return "M", word
+    return "M", original
 
 
 def apply_case(word: str, label: str, surface: str | None = None) -> str:

@@ -1,88 +1,120 @@
-"""``python -m pipeline <command>``: a thin shim over the library and the corpus readers."""
+"""``punct-corpora <command>`` (also ``python -m pipeline``): a thin shim over the library.
+
+Commands forward to the same functions the DVC stages call; options are checked by the same
+schemas as the params file, so an option a reader does not take is an error, not ignored.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
+import yaml
+
 from . import io
+from .entrypoint import add_logging_options, run, setup_logging
+
+log = logging.getLogger("punct-corpora")
+
+#: reader options that have a flag of their own (others: --option KEY=VALUE)
+_FLAGS = {"doc_boundary": "--doc-boundary", "quoting": "--quoting"}
 
 
-def _ingest_sharded(args) -> dict:
-    from .engine import ingest_text_sharded
+def _flag(key: str) -> str:
+    return _FLAGS.get(key, f"--option {key}")
 
-    if args.reader != "text":
-        raise ValueError("--engine runs the text reader (one sentence per line, each line a document)")
-    report = ingest_text_sharded(
+
+def _reader_options(args) -> tuple[dict, object]:
+    """The corpus entry the flags describe, checked by the reader's schema (as a params entry is)."""
+    from . import params as P
+
+    entry: dict = {"reader": args.reader, "lang": args.lang, "input": "-", "spoken": args.spoken}
+    if args.user_dict:
+        entry["user_dict"] = args.user_dict
+    for key in ("doc_boundary", "quoting"):
+        if getattr(args, key) is not None:
+            entry[key] = getattr(args, key)
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise P.ParamsError(f"--option {item!r}: expected KEY=VALUE")
+        entry[key] = yaml.safe_load(value)
+    from .ingest import readers
+
+    if args.reader not in readers():
+        raise P.ParamsError(f"--reader: {args.reader!r} is not a reader; available: {', '.join(sorted(readers()))}")
+    try:
+        model = P.validate(P.corpus_model(args.reader), entry, "command line")
+    except P.ParamsError as exc:
+        message = str(exc).removeprefix("command line: ")
+        key = message.split(":", 1)[0]
+        if key in _FLAGS or "unknown key" in message:
+            message = f"{_flag(key)}: not an option of reader {args.reader!r}" if "unknown key" in message else message
+        raise P.ParamsError(message) from None
+    return entry, model
+
+
+def _ingest(args) -> dict:
+    from .ingest import ingest
+
+    _, entry = _reader_options(args)
+    report = ingest(
+        args.reader,
         args.inputs,
         args.lang,
         args.corpus,
         args.out,
-        args.engine,
-        args.workers,
-        args.shard_lines,
-        args.quoting or "none",
+        args.stats,
+        options=entry.reader_options(),
+        spoken=args.spoken,
+        glob=args.glob,
+        user_dict=args.user_dict,
+        engine=args.engine,
+        workers=args.workers,
+        lines_per_shard=args.shard_lines,
     )
-    if args.stats:
-        io.write_json(report, args.stats)
-    print(f"ingest {args.corpus}: {report['shards']} shards, {report['words']} words -> {args.out}/", file=sys.stderr)
-    return report
-
-
-def _ingest(args) -> dict:
-    from corpora import get_reader
-
-    if args.engine:
-        return _ingest_sharded(args)
-
-    options = {}
-    if args.doc_boundary:
-        options["doc_boundary"] = args.doc_boundary
-    if args.quoting:
-        options["quoting"] = args.quoting
-    prepared = get_reader(args.reader)(args.inputs, lang=args.lang, corpus=args.corpus, **options)
-    if args.spoken:
-        prepared.speak(args.lang)
-    io.write_parquet(prepared.table, args.out)
-    report = {"corpus": args.corpus, "reader": args.reader, "lang": args.lang, **prepared.report()}
-    if args.stats:
-        io.write_json(report, args.stats)
-    print(
-        f"ingest {args.corpus}: {report['segments']} segments, {report['words']} words -> {args.out}"
-        + (f"; dropped {report['dropped']}" if report["dropped"] else ""),
-        file=sys.stderr,
+    dropped = sum(report["dropped"].values())
+    log.info(
+        "ingest %s: %s segments, %s words -> %s%s",
+        args.corpus,
+        report.get("segments", 0),
+        report.get("words", 0),
+        args.out,
+        f"; dropped {dropped}" if dropped else "",
     )
     return report
 
 
 def _audit(args) -> dict:
+    from .audit import audit_datasets
+    from .executor import executor
+    from .report_html import table1_markdown
     from .reports import write_outputs
 
-    tables = [io.read_segments(path) for path in args.inputs]
-    result = write_outputs(
-        tables, Path(args.out), Path(args.alignment_dir) if args.alignment_dir else None, args.drift_threshold
-    )
+    with io.Outputs(inputs=args.inputs) as outputs, executor(args.engine, args.workers) as runner:
+        result, histograms = audit_datasets(
+            runner,
+            args.inputs,
+            outputs.scratch(Path(args.out) / "audit.json"),
+            50_000,
+            drift_threshold=args.drift_threshold,
+        )
+    write_outputs(result, histograms, Path(args.out), inputs=args.inputs)
     if args.markdown:
-        from .audit import table1_markdown
-
         print(table1_markdown(result), end="")
-    print(f"audit: {len(result)} dataset(s) -> {Path(args.out) / 'audit.json'}", file=sys.stderr)
+    log.info("audit: %d dataset(s) -> %s", len(result), Path(args.out) / "audit.json")
     return result
-
-
-def _read_with(reader: str, path: str, lang: str):
-    from corpora import get_reader
-
-    return get_reader(reader)([path], lang=lang, corpus=f"{Path(path).stem}").table
 
 
 def _align(args) -> dict:
     from .align import align_tables
+    from .ingest import ingest_table
     from .verbalize import verbalizer_or_none
 
-    ref = _read_with(args.ref_reader, args.ref, args.lang)
-    hyp = _read_with(args.hyp_reader, args.hyp, args.lang)
+    ref, _ = ingest_table(args.ref_reader, [args.ref], args.lang, Path(args.ref).stem)
+    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], args.lang, Path(args.hyp).stem)
     out, report = align_tables(
         ref,
         hyp,
@@ -94,29 +126,38 @@ def _align(args) -> dict:
         pair_by=args.pair_by,
         workers=args.workers,
     )
-    io.write_parquet(out, args.out)
-    io.write_json(report, args.report)
+    from .dataset import finish
+
+    with io.Outputs(inputs=[args.ref, args.hyp]) as outputs:
+        folder = outputs.dataset(args.out)
+        io.write_parquet(out, folder / "part-00000.parquet")
+        finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
+        io.write_json_in_place(report, outputs.file(args.report))
     for warning in report["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning("warning: %s", warning)
     marks = report["marks"]
-    print(
-        f"align: WER {report['wer']['wer']:.3f}; {marks['transferred']} of {marks['reference']} marks transferred"
-        f" ({marks['moved']} moved, dropped {marks['dropped']}) -> {args.out}",
-        file=sys.stderr,
+    log.info(
+        "align: WER %.3f; %d of %d marks transferred (%d moved, dropped %s) -> %s",
+        report["wer"]["wer"],
+        marks["transferred"],
+        marks["reference"],
+        marks["moved"],
+        marks["dropped"],
+        args.out,
     )
     return report
 
 
-def _read_vocabulary(path: str, min_count: int) -> list[str]:
-    if path.endswith(".parquet"):
-        from .confusables import vocabulary_from_segments
+class _Part:
+    def __init__(self, table):
+        import pyarrow.compute as pc
 
-        return vocabulary_from_segments(io.read_segments(path), min_count)
-    return [line.strip() for line in io.read_text(path).splitlines() if line.strip()]
+        self.rows = table.num_rows
+        self.words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0) if table.num_rows else 0
 
 
 def _confusables(args) -> dict:
-    from .confusables import build_confusables
+    from .confusables import build_confusables, vocabulary_from_segments
     from .g2p import get_g2p
 
     g2p = get_g2p(args.lang)
@@ -124,24 +165,32 @@ def _confusables(args) -> dict:
         if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
             raise ValueError(f"--keep-stress means nothing for language {args.lang!r}")
         g2p = type(g2p)(True)
-    words = _read_vocabulary(args.vocab, args.min_count)
+    if args.vocab.endswith(".parquet") or Path(args.vocab).is_dir():
+        words = vocabulary_from_segments(args.vocab, args.min_count)
+    else:
+        words = [line.strip() for line in io.read_text(args.vocab).splitlines() if line.strip()]
     table, report = build_confusables(
         words,
         g2p,
         k=args.k,
         workers=args.workers,
-        progress=lambda stage, done, total: print(
-            f"confusables: radius {stage}: {done}/{total} words settled", file=sys.stderr
-        ),
+        progress=lambda stage, done, total: log.info("confusables: radius %s: %d/%d words settled", stage, done, total),
     )
-    io.write_parquet(table, args.out)
-    if args.report:
-        io.write_json(report, args.report)
-    print(
-        f"confusables: {report['words']} words, {report['rows']} rows, skipped {report['skipped']} -> {args.out}",
-        file=sys.stderr,
+    with io.Outputs(inputs=[args.vocab]) as outputs:
+        io.write_parquet(table, outputs.file(args.out))
+        if args.report:
+            io.write_json_in_place(report, outputs.file(args.report))
+    log.info(
+        "confusables: %d words, %d rows, skipped %s -> %s", report["words"], report["rows"], report["skipped"], args.out
     )
     return report
+
+
+def _export(args) -> None:
+    from .export import export_datasets
+
+    written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
+    log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
 
 
 def _punctuate(args) -> None:
@@ -171,19 +220,29 @@ def _punctuate(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from corpora import READERS
-
+    from .ingest import readers
     from .languages import available_languages
 
-    parser = argparse.ArgumentParser(prog="python -m pipeline", description="Punctuation-restoration corpus pipeline.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
+    common = argparse.ArgumentParser(add_help=False)
+    add_logging_options(common)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    class _Commands:
+        """Every command takes -v/-q."""
+
+        def add_parser(self, name, **kwargs):
+            return subparsers.add_parser(name, parents=[common], **kwargs)
+
+    commands = _Commands()
 
     ingest = commands.add_parser(
         "ingest",
-        help="read a corpus into the canonical segment Parquet",
-        description="Read INPUT files with a reader, normalize and label them, write one segment Parquet.",
+        help="read a corpus into a segment dataset",
+        description="Read INPUT files (or the files of INPUT folders) with a reader, normalize and label them, "
+        "write a segment dataset (a folder of Parquet parts) and, with --stats, its counts.",
     )
-    ingest.add_argument("--reader", required=True, choices=sorted(READERS), help="input format")
+    ingest.add_argument("--reader", required=True, help=f"input format ({', '.join(sorted(readers()))})")
     ingest.add_argument("--lang", required=True, help=f"language code ({', '.join(available_languages())})")
     ingest.add_argument("--corpus", required=True, help="dataset name stored in every row")
     ingest.add_argument(
@@ -192,43 +251,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="text readers: what separates documents (default: blank_line for text, file for transcript)",
     )
     ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
+    ingest.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any other reader option, the value in YAML (news_json: fields={text: article})",
+    )
     ingest.add_argument("--spoken", action="store_true", help="replace written numbers by their spoken form")
+    ingest.add_argument("--user-dict", help="a jieba user dictionary (Mandarin)")
+    ingest.add_argument("--glob", default="*", help="with folder inputs: which files to read")
     ingest.add_argument(
         "--engine",
         choices=["local", "dask"],
-        help="sharded streaming run (text reader): --out is then a directory of part-NNNNN.parquet",
+        default="local",
+        help="local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
     )
-    ingest.add_argument("--workers", type=int, default=0, help="with --engine: worker processes (0: one per core)")
-    ingest.add_argument("--shard-lines", type=int, default=100_000, help="with --engine: input lines per shard")
-    ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s)")
-    ingest.add_argument("--out", required=True, help="output .parquet")
+    ingest.add_argument("--workers", type=int, default=0, help="worker processes (0: one per core)")
+    ingest.add_argument("--shard-lines", type=int, default=100_000, help="input lines per shard (line readers)")
+    ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
+    ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")
     ingest.set_defaults(func=_ingest)
 
     audit = commands.add_parser(
         "audit",
         help="label distributions, lengths, drift and leakage",
-        description="Write DIR/audit.json (per dataset and split: words, label counts and shares, sentence and "
-        "segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, sentence_lengths.csv, "
-        "audit.html and table1.md.",
+        description="Write DIR/audit.json (per dataset and split: words, label and case counts and shares, "
+        "sentence and segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, case_shares.csv, "
+        "sentence_lengths.csv, audit.html and table1.md.",
     )
-    audit.add_argument("inputs", nargs="+", metavar="FILE.parquet")
+    audit.add_argument("inputs", nargs="+", metavar="DATASET", help="segment datasets (folders or .parquet files)")
     audit.add_argument("--out", required=True, metavar="DIR")
     audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
-    audit.add_argument("--alignment-dir", help="directory of alignment reports to summarize")
     audit.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
+    audit.add_argument("--engine", choices=["local", "dask"], default="local")
+    audit.add_argument("--workers", type=int, default=0)
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
         "align",
         help="transfer reference punctuation onto ASR hypotheses",
         description="Align reference and hypothesis words per document by edit distance and move each "
-        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).",
+        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  For corpora bigger than "
+        "memory, ingest both and run the align stage (sharded).",
     )
     align.add_argument("--ref", required=True, help="reference (punctuated) file")
-    align.add_argument("--ref-reader", required=True, choices=sorted(READERS))
+    align.add_argument("--ref-reader", required=True, help="reader of the reference file")
     align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
-    align.add_argument("--hyp-reader", required=True, choices=sorted(READERS))
+    align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
     align.add_argument("--lang", required=True)
     align.add_argument("--policy", default="guerreiro", choices=["guerreiro", "ueffing", "nearest"])
     align.add_argument("--pair-by", default="id", choices=["id", "order"], help="how documents are paired")
@@ -236,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--force", action="store_true", help="align even above --max-wer")
     align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
     align.add_argument("--workers", type=int, default=1, help="processes aligning documents (0: one per core)")
-    align.add_argument("--out", required=True, help="output .parquet (hypothesis words, transferred labels)")
+    align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
 
@@ -247,14 +317,27 @@ def build_parser() -> argparse.ArgumentParser:
         "phoneme sequences (exact; ties by distance then word; homophones flagged).",
     )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
-    conf.add_argument("--vocab", required=True, help="one word per line, or a segment .parquet")
-    conf.add_argument("--min-count", type=int, default=1, help="with a segment Parquet: keep words seen this often")
+    conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
+    conf.add_argument("--min-count", type=int, default=1, help="with a segment dataset: keep words seen this often")
     conf.add_argument("--k", type=int, default=3)
     conf.add_argument("--keep-stress", action="store_true", help="keep English stress digits / Mandarin tones")
     conf.add_argument("--workers", type=int, default=0, help="threads for rapidfuzz (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
+
+    export = commands.add_parser(
+        "export",
+        help="write segment datasets in another tool's format",
+        description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
+        "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
+        "datasets folder, one Parquet split per split name.",
+    )
+    export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
+    export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
+    export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
+    export.add_argument("--out", required=True, metavar="DIR")
+    export.set_defaults(func=_export)
 
     punct = commands.add_parser(
         "punctuate",
@@ -273,11 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+    def inner(argv):
+        args = build_parser().parse_args(argv)
+        setup_logging(args)
         args.func(args)
-    except (io.InputError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run(inner, argv)

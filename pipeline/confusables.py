@@ -351,15 +351,21 @@ def confusables_table(words: list[str], sequences: list[tuple[str, ...]], neighb
     )
 
 
-def vocabulary_from_segments(table: pa.Table, min_count: int = 1) -> list[str]:
-    """The distinct words of a segment table seen at least ``min_count`` times."""
+def vocabulary_from_segments(source, min_count: int = 1) -> list[str]:
+    """The distinct words of a segment dataset (a path: streamed batch by batch; or a table) seen at
+    least ``min_count`` times.  Memory: the vocabulary with its counts, never the corpus."""
     import pyarrow.compute as pc
 
-    if table.num_rows == 0:
-        return []
-    counts = pc.value_counts(pc.list_flatten(table["words"]))
-    keep = pc.greater_equal(counts.field("counts"), min_count)
-    return sorted(w for w in counts.field("values").filter(keep).to_pylist() if w)
+    from . import io
+
+    batches = [source] if isinstance(source, pa.Table) else io.iter_batches(source, columns=["words"])
+    counts: Counter = Counter()
+    for batch in batches:
+        flat = pc.list_flatten(batch.column("words") if isinstance(batch, pa.RecordBatch) else batch["words"])
+        if len(flat):
+            found = pc.value_counts(flat)
+            counts.update(dict(zip(found.field("values").to_pylist(), found.field("counts").to_pylist())))
+    return sorted(w for w, n in counts.items() if w and n >= min_count)
 
 
 def build_confusables(

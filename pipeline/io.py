@@ -1,13 +1,26 @@
-"""Reading inputs strictly and writing outputs atomically.
+"""Reading inputs strictly and writing outputs atomically: the one module of the library that touches files.
 
-The only module of the library that touches files: readers and stages call it so
-every input error names its file and every output appears whole or not at all.
+Inputs: every error names its file and the line, record or byte offset (:class:`InputError`).
+
+Outputs: a run writes everything in staging paths beside its outputs and promotes them
+together when it succeeded (:class:`Outputs`), so an output appears whole or not at all and a
+dataset and its stats never disagree.  An output path is replaced only when it holds an earlier
+output of the same kind (a file, or a dataset folder marked by its manifest): the run never
+deletes what it did not write.  Files and folders get the permissions any tool gives under the
+caller's umask (0644 / 0755 under 022), not those of a temporary file.  A lock beside the
+output refuses a second run writing the same path at the same time; staging left by a killed
+run is removed by the next run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,74 +29,113 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import PARQUET_OPTIONS, conform, statistics_columns
+from .schema import PARQUET_OPTIONS, SchemaError, conform, statistics_columns
 
 BOM = b"\xef\xbb\xbf"
+#: the manifest that marks a dataset folder (a folder of part-NNNNN.parquet files) as this tool's
+MANIFEST = "_punct.json"
 
 
 class InputError(ValueError):
     """Bad input: the message names the file and the line, record or byte offset."""
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """A UTF-8 file as text, BOM stripped; invalid bytes -> InputError with the byte offset."""
+class OutputError(ValueError):
+    """An output cannot be written: the message names the path and why."""
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    return exc.strerror or str(exc)
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    start = len(BOM) if data.startswith(BOM) else 0
+        raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
+
+
+def decode_utf8(data: bytes, path, first_line: int = 1, base_offset: int = 0) -> str:
+    """``data`` (read from ``path`` at ``base_offset``) as text; BOM stripped at the file's start;
+    invalid bytes -> InputError with the byte offset in the file and the line."""
+    start = len(BOM) if base_offset == 0 and data.startswith(BOM) else 0
     try:
         return data[start:].decode("utf-8")
     except UnicodeDecodeError as exc:
         offset = start + exc.start
-        line = data.count(b"\n", 0, offset) + 1
+        line = first_line + data.count(b"\n", 0, offset)
         raise InputError(
-            f"{path}: invalid UTF-8 at byte offset {offset} (line {line}): {data[offset : offset + 4]!r}"
+            f"{path}: invalid UTF-8 at byte offset {base_offset + offset} (line {line}): {data[offset : offset + 4]!r}"
         ) from None
 
 
-@contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it into place only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 file as text, BOM stripped; invalid bytes -> InputError with the byte offset."""
+    return decode_utf8(read_bytes(path), Path(path))
+
+
+def read_range(path: str | os.PathLike, start: int, stop: int) -> bytes:
+    """Bytes [start, stop) of a file."""
     try:
-        yield tmp_path
-        if path.is_dir():  # a sharded output of an earlier run
-            import shutil
-
-            shutil.rmtree(path)
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            return handle.read(stop - start)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
 
 
-def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
+# ----------------------------------------------------------------------------------------- inputs
 
 
-def input_files(path: str | os.PathLike, pattern: str = "*") -> list[Path]:
-    """A file, or the regular files of a directory matching ``pattern``, sorted by name (hidden ones skipped)."""
+def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | None = None) -> list[Path]:
+    """A file, or the regular files of a directory matching ``pattern``, sorted by name.
+
+    What a directory holds but is not read is counted in ``skipped`` by reason (hidden files,
+    subdirectories, broken links), never passed over silently."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.glob(pattern) if p.is_file() and not p.name.startswith("."))
+        files = []
+        for entry in sorted(path.glob(pattern)):
+            reason = None
+            if entry.name.startswith("."):
+                reason = "hidden_file"
+            elif entry.is_symlink() and not entry.exists():
+                reason = "broken_link"
+            elif entry.is_dir():
+                reason = "subdirectory"
+            elif not entry.is_file():
+                reason = "not_a_regular_file"
+            if reason:
+                if skipped is not None:
+                    skipped[reason] = skipped.get(reason, 0) + 1
+                continue
+            files.append(entry)
         if not files:
             raise InputError(f"{path}: directory has no input files matching {pattern!r}")
         return files
+    if path.is_symlink() and not path.exists():
+        raise InputError(f"{path}: broken symbolic link")
     if not path.exists():
         raise InputError(f"{path}: input does not exist")
     return [path]
 
 
 def parquet_files(path: str | os.PathLike) -> list[Path]:
-    """A Parquet file, or the part-*.parquet files of a sharded directory in name order."""
-    return input_files(path, "part-*.parquet")
+    """A Parquet file, or the part-*.parquet files of a dataset folder in name order."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.glob("part-*.parquet") if p.is_file())
+        if not files:
+            raise InputError(f"{path}: folder holds no part-*.parquet files (not a dataset of this tool)")
+        return files
+    if not path.exists():
+        raise InputError(f"{path}: input does not exist")
+    return [path]
 
 
 def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
@@ -96,22 +148,314 @@ def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
 def conform_segments(table: pa.Table, path: str | os.PathLike) -> pa.Table:
     """``table`` (read from ``path``) in the segment schema, or InputError naming the file."""
     try:
-        return conform(table)
+        return conform(table, str(path))
+    except SchemaError as exc:
+        raise InputError(str(exc)) from None
     except (KeyError, pa.ArrowInvalid, ValueError) as exc:
         raise InputError(f"{path}: not a segment table ({exc})") from None
 
 
 def read_segments(path: str | os.PathLike) -> pa.Table:
-    """A segment Parquet file, or a directory of shards (part-*.parquet, read in name order)."""
+    """A whole segment dataset (a file, or a folder of parts) in memory: for small data and tests;
+    the stages stream (:func:`iter_batches`)."""
     tables = [conform_segments(open_parquet(file).read(), file) for file in parquet_files(path)]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
+def iter_batches(path: str | os.PathLike, columns: list[str] | None = None, batch_size: int = 65_536):
+    """Record batches of a dataset (file or folder of parts), streamed: memory is one batch."""
+    for file in parquet_files(path):
+        yield from open_parquet(file).iter_batches(columns=columns, batch_size=batch_size)
+
+
+def read_json(path: str | os.PathLike):
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: invalid JSON (column {exc.colno}): {exc.msg}") from None
+
+
+# ---------------------------------------------------------------------------------------- outputs
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def make_readable(path: Path) -> None:
+    """The mode a plainly created file or folder gets under the umask (mkstemp gives 0600, mkdtemp 0700)."""
+    mode = (0o777 if path.is_dir() else 0o666) & ~_umask()
+    os.chmod(path, mode)
+
+
+def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
+    """One Parquet file written in place (inside a staging folder, or a lone file: see :func:`atomic_path`)."""
+    path = Path(path)
+    try:
+        pq.write_table(table, path, write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+    make_readable(path)
+
+
+def _is_dataset(path: Path) -> bool:
+    return (path / MANIFEST).is_file()
+
+
+def _is_parquet_of_ours(path: Path) -> bool:
+    """A lone Parquet file an earlier version of this tool wrote (its schema carries our name)."""
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return False
+    return metadata.get(b"schema", b"").startswith(b"punct-")
+
+
+def _replaceable(final: Path, dataset: bool) -> None:
+    """Refuse to replace anything but an earlier output of the same kind."""
+    if not (final.exists() or final.is_symlink()):
+        return
+    if final.is_dir() and not final.is_symlink():
+        if _is_dataset(final):
+            return
+        raise OutputError(
+            f"{final}: exists and is a folder this tool did not write (no {MANIFEST}): not replaced; "
+            "choose another output path or remove it yourself"
+        )
+    if dataset and final.suffix == ".parquet" and _is_parquet_of_ours(final):
+        return  # a single-file output of an earlier version
+    if not dataset and final.is_file():
+        return
+    raise OutputError(f"{final}: exists and is not an output of this kind: not replaced")
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_not_input(outputs, inputs) -> None:
+    """An output must not be (or hold) an input: writing it would destroy what is being read."""
+    for out in map(Path, outputs):
+        for source in map(Path, inputs):
+            if _same_path(out, source) or source.resolve().is_relative_to(out.resolve()):
+                raise OutputError(f"{out}: is also an input ({source}): choose another output path")
+
+
+class _Lock:
+    """An exclusive lock file beside an output (fcntl: released by the kernel if the process dies)."""
+
+    def __init__(self, final: Path):
+        self.path = final.parent / f".{final.name}.lock"
+        self.handle = None
+
+    def acquire(self) -> None:
+        while True:
+            handle = open(self.path, "a+")  # noqa: SIM115 (held until release)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                raise OutputError(f"{self.path.parent / self.path.name[1:-5]}: another run is writing it now") from None
+            # the file may have been removed by the run that held it: then lock the new one
+            try:
+                if os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                    self.handle = handle
+                    return
+            except FileNotFoundError:
+                pass
+            handle.close()
+
+    def release(self) -> None:
+        if self.handle is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            self.handle.close()
+            self.handle = None
+
+
+_STAGING = ".staging-"
+_OLD = ".old-"
+
+
+def _remove_stale(final: Path) -> None:
+    """Staging and set-aside copies left beside ``final`` by a run that was killed (the lock is held)."""
+    for prefix in (f".{final.name}{_STAGING}", f".{final.name}{_OLD}"):
+        for leftover in final.parent.glob(prefix + "*"):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+class Outputs:
+    """The outputs of one run, staged beside their final paths and promoted together.
+
+    >>> with Outputs(inputs=[src]) as out:
+    ...     folder = out.dataset("data/segments/x.parquet")   # a staging folder to write parts in
+    ...     stats = out.file("data/stats/x.json")             # a staging file path
+    ...     ...
+    # both are in place now, or (on an exception) neither changed
+    """
+
+    def __init__(self, inputs=()):
+        self.inputs = [Path(p) for p in inputs]
+        self.staged: list[tuple[Path, Path, bool]] = []  # (staging, final, is_dataset)
+        self.locks: list[_Lock] = []
+        self.scratches: list[Path] = []
+
+    def _stage(self, final, dataset: bool) -> Path:
+        final = Path(final)
+        check_not_input([final], self.inputs)
+        _replaceable(final, dataset)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{final.parent}: cannot create ({_os_reason(exc)})") from None
+        lock = _Lock(final)
+        lock.acquire()
+        self.locks.append(lock)
+        _remove_stale(final)
+        prefix = f".{final.name}{_STAGING}{os.getpid()}-"
+        try:
+            if dataset:
+                staging = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
+            else:
+                fd, name = tempfile.mkstemp(prefix=prefix, dir=final.parent)
+                os.close(fd)
+                staging = Path(name)
+        except OSError as exc:
+            raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
+        self.staged.append((staging, final, dataset))
+        return staging
+
+    def dataset(self, final) -> Path:
+        """A staging folder for a dataset of parts (``final`` is replaced by it at commit)."""
+        return self._stage(final, dataset=True)
+
+    def file(self, final) -> Path:
+        """A staging path for one file."""
+        return self._stage(final, dataset=False)
+
+    def scratch(self, beside) -> Path:
+        """A working folder beside ``beside`` (an output of this run) for data exchanged between
+        passes; removed when the run ends, whatever happens."""
+        final = Path(beside)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix=f".{final.name}{_STAGING}{os.getpid()}-scratch-", dir=final.parent))
+        except OSError as exc:
+            raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
+        self.scratches.append(folder)
+        return folder
+
+    def commit(self) -> None:
+        """Put every staged output in place; if one cannot be, the earlier ones are rolled back."""
+        for staging, _, _ in self.staged:
+            make_readable(staging)
+        moved: list[tuple[Path, Path, Path | None]] = []  # (final, staging, set-aside old)
+        try:
+            for staging, final, _ in self.staged:
+                old = None
+                if final.exists() or final.is_symlink():
+                    old = final.parent / f".{final.name}{_OLD}{os.getpid()}"
+                    os.replace(final, old)
+                os.replace(staging, final)
+                moved.append((final, staging, old))
+        except OSError as exc:
+            for final, staging, old in reversed(moved):
+                os.replace(final, staging)
+                if old is not None:
+                    os.replace(old, final)
+            raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
+        for _, _, old in moved:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        self.staged = []
+
+    def abort(self) -> None:
+        for staging, _, dataset in self.staged:
+            if dataset:
+                shutil.rmtree(staging, ignore_errors=True)
+            else:
+                staging.unlink(missing_ok=True)
+        self.staged = []
+
+    def close(self) -> None:
+        for folder in self.scratches:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.scratches = []
+        for lock in self.locks:
+            lock.release()
+        self.locks = []
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if kind is None:
+                self.commit()
+            else:
+                self.abort()
+        finally:
+            self.close()
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """The dataset folder's manifest: what it holds (deterministic content: no times, no engine)."""
+    write_json_in_place(manifest, folder / MANIFEST)
+
+
+def read_manifest(path: str | os.PathLike) -> dict | None:
+    path = Path(path)
+    return read_json(path / MANIFEST) if path.is_dir() and (path / MANIFEST).is_file() else None
+
+
+def write_json_in_place(obj, path: Path) -> None:
+    try:
+        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+    make_readable(path)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """One file written through a staging path and put in place on success (see :class:`Outputs`)."""
+    with Outputs() as outputs:
+        yield outputs.file(path)
+
+
 def write_json(obj, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+        write_json_in_place(obj, tmp)
 
 
 def write_text(text: str, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+
+
+def write_table(table: pa.Table, path: str | os.PathLike) -> None:
+    """A lone Parquet file (a small output such as a confusable vocabulary), atomically."""
+    with atomic_path(path) as tmp:
+        write_parquet(table, tmp)
+
+
+def exit_cleanly_on_signals() -> None:
+    """SIGTERM and SIGHUP end the run through the normal error path, so staging is removed and
+    locks released (SIGKILL cannot be caught: the next run removes what it left)."""
+
+    def handler(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)

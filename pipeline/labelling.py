@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK
+from .case import case_of_stored
+from .labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, RENDERED_MARK
 from .languages import Language
 from .normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
 
@@ -41,10 +42,12 @@ _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
 
 @dataclass
 class Labelled:
-    """Words and labels per input line, plus what was dropped and why."""
+    """Words, labels, case labels and mixed-case forms per input line, plus what was dropped and why."""
 
     words: pa.ListArray
     labels: pa.ListArray
+    case: pa.ListArray
+    surface: pa.ListArray
     dropped: Counter = field(default_factory=Counter)
 
     def __len__(self) -> int:
@@ -162,8 +165,54 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
-def label_lines(lines, language: Language) -> Labelled:
-    """Label each line of punctuated text.  ``lines`` are already normalized."""
+_CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
+_O, _U, _A, _M = (CASE_TO_ID[c] for c in CASE_LABELS)
+
+
+def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Case label (O/U/A/M) and mixed-case form of each word, ``stored`` being the word as kept
+    (lowercased, or as written).  Exactly :func:`pipeline.case.apply_case`'s inverse: ASCII words
+    starting with a letter are decided by Arrow's ASCII kernels (which do what Python does there),
+    every other word that is not its own lowercase by the Python rule itself."""
+    codes = np.zeros(len(original), dtype=np.int8)
+    surface_rows: list[int] = []
+    if len(original):
+        lowered = stored if stored is not original else pc.utf8_lower(original)
+        differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
+        if len(differs):
+            subset = original.take(pa.array(differs))
+            low = lowered.take(pa.array(differs))
+            simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
+                zero_copy_only=False
+            )
+            rows, orig_s, low_s = differs[simple], subset.filter(pa.array(simple)), low.filter(pa.array(simple))
+            is_u = pc.equal(orig_s, pc.ascii_capitalize(low_s)).to_numpy(zero_copy_only=False)
+            is_a = pc.equal(orig_s, pc.ascii_upper(low_s)).to_numpy(zero_copy_only=False) & ~is_u
+            codes[rows] = np.where(is_u, _U, np.where(is_a, _A, _M))
+            surface_rows += rows[~is_u & ~is_a].tolist()
+            for row, word, kept in zip(
+                differs[~simple].tolist(),
+                subset.filter(pa.array(~simple)).to_pylist(),
+                low.filter(pa.array(~simple)).to_pylist(),
+            ):
+                label, _ = case_of_stored(word, kept)
+                codes[row] = CASE_TO_ID[label]
+                if label == "M":
+                    surface_rows.append(row)
+    surface = pa.nulls(len(original), pa.string())
+    if surface_rows:
+        rows = np.sort(np.array(surface_rows, dtype=np.int64))
+        mask = np.zeros(len(original), dtype=bool)
+        mask[rows] = True
+        surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
+    return _CASE_ARRAY.take(pa.array(codes)), surface
+
+
+def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> Labelled:
+    """Label each line of punctuated text.  ``lines`` are already normalized.
+
+    ``keep_other_scripts``: keep words in another script than the language's even where the
+    language drops them (an ASR hypothesis is what it is: every word stays)."""
     lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     table = language.punctuation
     lines = _separate_glued_marks(lines, table)
@@ -218,7 +267,7 @@ def label_lines(lines, language: Language) -> Labelled:
 
     is_word = body_len > 0
     other = np.zeros(len(codes), dtype=bool)
-    if language.drop_other_scripts and language.scripts:
+    if language.drop_other_scripts and language.scripts and not keep_other_scripts:
         # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
         other = _other_script(body, language.scripts) & is_word
         if other.any():
@@ -242,14 +291,16 @@ def label_lines(lines, language: Language) -> Labelled:
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    words = body.filter(pa.array(is_word))
-    if language.lowercase:
-        words = _lower(words)
+    original = body.filter(pa.array(is_word))
+    words = _lower(original) if language.lowercase else original
+    case, surface = case_labels(original, words)
     offsets = pa.array(offsets.astype(np.int32))
     labels = _LABEL_ARRAY.take(pa.array(word_codes))
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),
+        case=pa.ListArray.from_arrays(offsets, case),
+        surface=pa.ListArray.from_arrays(offsets, surface),
         dropped=dropped,
     )
 

@@ -58,3 +58,15 @@ def label_id(label: str) -> int:
 #: ``U`` first letter upper, ``A`` all upper, ``M`` mixed (the exact form is kept beside it)
 CASE_LABELS: tuple[str, ...] = ("O", "U", "A", "M")
 CASE_TO_ID: dict[str, int] = {label: i for i, label in enumerate(CASE_LABELS)}
+
+
+def count_labels(column, vocabulary: tuple[str, ...] = LABELS) -> dict[str, int]:
+    """How many words carry each label in a list<string> column (every label present, 0 when absent)."""
+    import pyarrow.compute as pc
+
+    flat = pc.list_flatten(column)
+    counts = dict.fromkeys(vocabulary, 0)
+    if len(flat):
+        for row in pc.value_counts(flat).to_pylist():
+            counts[row["values"]] = int(row["counts"])
+    return counts

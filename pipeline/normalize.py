@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pyarrow as pa
@@ -98,7 +98,10 @@ def _needs_work(keep_joiners: bool) -> str:
 
 
 def split_lines(text: str) -> pa.Array:
-    """A text's lines as an Arrow array (a final newline ends the last line, adds none)."""
+    """A text's lines as an Arrow array: LF, CRLF and a lone CR each end a line (old Mac files
+    would otherwise be one line); a final line ending ends the last line, adds none."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.endswith("\n"):
         text = text[:-1]
     if not text:
@@ -111,10 +114,36 @@ def split_exactly(text: str) -> pa.Array:
     return pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n")).cast(pa.string())
 
 
-def clean_lines(lines: pa.Array, keep_joiners: bool = False) -> pa.Array:
-    """NFC, no BOM or zero-width characters, one kind of space; the line count is kept."""
+#: C0 control characters but tab, newline and carriage return, and DEL: no text holds them, and
+#: left inside a word they glue it to its mark (``Hello,\0 world``); each becomes a space, counted
+_CONTROL_BYTES = np.zeros(256, dtype=bool)
+_CONTROL_BYTES[[*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]] = True
+_CONTROL_RE = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]"
+
+
+def replace_controls(lines: pa.Array, counts: Counter | None = None) -> pa.Array:
+    """Control characters (see :data:`_CONTROL_BYTES`) made spaces; found in the byte buffer first."""
     if len(lines) == 0:
         return lines
+    offsets = value_offsets(lines)
+    data = value_data(lines)[offsets[0] : offsets[-1]]
+    positions = np.flatnonzero(_CONTROL_BYTES[data])
+    if not len(positions):
+        return lines
+    if counts is not None:
+        counts["control_characters_made_spaces"] += len(positions)
+    rows = np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
+    mask = np.zeros(len(lines), dtype=bool)
+    mask[rows] = True
+    fixed = pc.replace_substring_regex(lines.take(pa.array(rows)), _CONTROL_RE, " ")
+    return pc.replace_with_mask(lines, pa.array(mask), fixed)
+
+
+def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
+    """NFC, no BOM, zero-width or control characters, one kind of space; the line count is kept."""
+    if len(lines) == 0:
+        return lines
+    lines = replace_controls(lines, counts)
     non_ascii = pc.invert(pc.string_is_ascii(lines))
     if not pc.any(non_ascii).as_py():
         return lines

@@ -1,56 +1,74 @@
-"""Writing the audit's outputs: the one other module of the library, beside ``io``, that writes files.
+"""Writing the audit's outputs: ``audit.json`` (DVC metrics), ``label_shares.csv``,
+``case_shares.csv`` and ``sentence_lengths.csv`` (DVC plots), ``audit.html`` and ``table1.md``.
 
-``audit.json`` (DVC metrics), ``label_shares.csv`` and ``sentence_lengths.csv`` (DVC
-plots), ``audit.html`` and ``table1.md``; alignment and dataset reports, where
-given, are summarized beside their dataset.
+Alignment and dataset reports are given by path (the caller knows them from its params), and
+summarized beside their dataset.  All files are promoted together.
 """
 
 from __future__ import annotations
 
 import csv
 import io as _io
-import json
 from pathlib import Path
 
 from . import io
-from .audit import alignment_summary, audit, length_histograms, report_html, table1_markdown
+from .audit import alignment_summary
+from .report_html import capped_histogram, report_html, table1_markdown
+
+OUTPUTS = ("audit.json", "label_shares.csv", "case_shares.csv", "sentence_lengths.csv", "audit.html", "table1.md")
 
 
-def write_outputs(
-    tables, out: Path, alignment_dir: Path | None = None, drift_threshold: float = 1.0, datasets_dir: Path | None = None
+def _csv(rows, header) -> str:
+    out = _io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def with_reports(
+    result: dict, alignments: dict[str, Path] | None = None, datasets: dict[str, Path] | None = None
 ) -> dict:
-    result = audit(tables, drift_threshold=drift_threshold)
-    if alignment_dir and alignment_dir.is_dir():
-        for path in sorted(alignment_dir.glob("*.json")):
-            if path.stem in result:
-                result[path.stem]["alignment"] = alignment_summary(json.loads(path.read_text()))
-    if datasets_dir and datasets_dir.is_dir():
-        # model-ready datasets: their split distribution, oversampling and augmentation
-        for report_path in sorted(datasets_dir.glob("*/report.json")):
-            report = json.loads(report_path.read_text())
-            name = report_path.parent.name
-            entry = dict(report.get("distribution", {}).get(name, {}))
-            for key in ("oversampling", "augmentation"):
-                if key in report:
-                    entry[key] = report[key]
-            if entry:
-                result[f"dataset:{name}"] = entry
-    histograms = length_histograms(tables)
-    io.write_json(result, out / "audit.json")
-    shares = _io.StringIO()
-    writer = csv.writer(shares, lineterminator="\n")
-    writer.writerow(["dataset", "label", "share"])
-    for name, summary in result.items():
-        for label, share in summary["label_shares"].items():
-            writer.writerow([name, label, share])
-    io.write_text(shares.getvalue(), out / "label_shares.csv")
-    lengths = _io.StringIO()
-    writer = csv.writer(lengths, lineterminator="\n")
-    writer.writerow(["dataset", "sentence_length", "sentences"])
-    for name, histogram in histograms.items():
-        for length, count in histogram:
-            writer.writerow([name, length, count])
-    io.write_text(lengths.getvalue(), out / "sentence_lengths.csv")
-    io.write_text(report_html(result, histograms), out / "audit.html")
-    io.write_text(table1_markdown(result), out / "table1.md")
+    """The audit with each alignment's summary beside its dataset, and each model-ready dataset's
+    distribution, oversampling and augmentation as ``dataset:<name>``."""
+    for name, path in sorted((alignments or {}).items()):
+        if name in result:
+            result[name]["alignment"] = alignment_summary(io.read_json(path))
+    for name, path in sorted((datasets or {}).items()):
+        report = io.read_json(path)
+        entry = dict(report.get("distribution", {}).get(name, {}))
+        for key in ("oversampling", "augmentation"):
+            if key in report:
+                entry[key] = report[key]
+        if entry:
+            result[f"dataset:{name}"] = entry
     return result
+
+
+def write_outputs(result: dict, histograms: dict, out: Path, inputs=()) -> None:
+    """Write every output file of the audit into ``out`` (see the module doc)."""
+    capped = {name: capped_histogram(h) for name, h in sorted(histograms.items())}
+    texts = {
+        "audit.json": None,
+        "label_shares.csv": _csv(
+            [(name, label, share) for name, s in result.items() for label, share in s["label_shares"].items()],
+            ["dataset", "label", "share"],
+        ),
+        "case_shares.csv": _csv(
+            [(name, label, share) for name, s in result.items() for label, share in s.get("case_shares", {}).items()],
+            ["dataset", "case", "share"],
+        ),
+        "sentence_lengths.csv": _csv(
+            [(name, length, n) for name, rows in capped.items() for length, n in rows],
+            ["dataset", "sentence_length", "sentences"],
+        ),
+        "audit.html": report_html(result, capped),
+        "table1.md": table1_markdown(result),
+    }
+    with io.Outputs(inputs=inputs) as outputs:
+        for name, text in texts.items():
+            path = outputs.file(Path(out) / name)
+            if text is None:
+                io.write_json_in_place(result, path)
+            else:
+                path.write_text(text, encoding="utf-8")

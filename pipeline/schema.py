@@ -7,9 +7,15 @@ corpus   the dataset name from the corpus registry (``iwslt_en_dev2012``)
 lang     ISO 639-1 code of the language module that normalized the text
 doc_id   document the segment belongs to (a talk, an article, a file)
 seg_id   0-based position of the segment inside its document
-words    the words, normalized, in order
+words    the words, normalized (lowercased where the language says so), in order
 labels   one label per word: the punctuation that follows it (O/COMMA/PERIOD/QUESTION)
+case     one capitalization label per word (O/U/A/M, :mod:`pipeline.case`): with ``words``
+         they give back the source's form of every word
+surface  per word, the exact source form where ``case`` is M (``iPhone``), null elsewhere
 split    train/dev/test once a split stage assigned one; null before
+
+Version 2 added ``case`` and ``surface``; a version-1 file is refused with the fix (rerun
+its ingest), since its words cannot be given their case back.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import LABELS
+from .labels import CASE_LABELS, LABELS
+
+SCHEMA_NAME = "punct-segments/2"
 
 SEGMENT_SCHEMA = pa.schema(
     [
@@ -30,9 +38,11 @@ SEGMENT_SCHEMA = pa.schema(
         pa.field("seg_id", pa.int32(), nullable=False),
         pa.field("words", pa.list_(pa.string()), nullable=False),
         pa.field("labels", pa.list_(pa.string()), nullable=False),
+        pa.field("case", pa.list_(pa.string()), nullable=False),
+        pa.field("surface", pa.list_(pa.string()), nullable=False),
         pa.field("split", pa.string(), nullable=True),
     ],
-    metadata={b"schema": b"punct-segments/1"},
+    metadata={b"schema": SCHEMA_NAME.encode()},
 )
 
 #: Parquet options shared by every writer, so outputs are byte-identical.  Row groups of 64k rows
@@ -60,16 +70,21 @@ def segments_table(
     words: Sequence[Sequence[str]] | pa.Array,
     labels: Sequence[Sequence[str]] | pa.Array,
     split: Sequence[str | None] | pa.Array | None = None,
+    case: Sequence[Sequence[str]] | pa.Array | None = None,
+    surface: Sequence[Sequence[str | None]] | pa.Array | None = None,
 ) -> pa.Table:
-    """Build a segment table from columns (lists or Arrow arrays)."""
+    """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null."""
     n = len(doc_ids)
+    words = _as(words, pa.list_(pa.string()))
     columns = [
         _constant(corpus, n),
         _constant(lang, n),
         _as(doc_ids, pa.string()),
         _as(seg_ids, pa.int32()),
-        _as(words, pa.list_(pa.string())),
+        words,
         _as(labels, pa.list_(pa.string())),
+        _as(case, pa.list_(pa.string())) if case is not None else constant_per_word(words, "O"),
+        _as(surface, pa.list_(pa.string())) if surface is not None else constant_per_word(words, None),
         _as(split, pa.string()) if split is not None else pa.nulls(n, pa.string()),
     ]
     table = pa.Table.from_arrays(columns, schema=SEGMENT_SCHEMA)
@@ -79,6 +94,15 @@ def segments_table(
 
 def empty_segments() -> pa.Table:
     return SEGMENT_SCHEMA.empty_table()
+
+
+def constant_per_word(words: pa.ListArray, value: str | None) -> pa.ListArray:
+    """A list column shaped like ``words`` holding ``value`` (a label, or null) for every word."""
+    words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
+    offsets = pc.subtract(words.offsets, words.offsets[0]) if len(words) else pa.array([0], pa.int32())
+    n = int(offsets[-1].as_py()) if len(words) else 0
+    values = _constant(value, n) if value is not None else pa.nulls(n, pa.string())
+    return pa.ListArray.from_arrays(offsets, values)
 
 
 def _constant(value: str, n: int) -> pa.Array:
@@ -93,29 +117,47 @@ def _as(values, type_):
     return pa.array(values, type_)
 
 
+def _check_per_word(table: pa.Table, column: str, where: str, lengths) -> None:
+    other = pc.list_value_length(table.column(column))
+    mismatch = pc.not_equal(lengths, other)
+    if pc.any(mismatch).as_py():
+        row = pc.index(mismatch, True).as_py()
+        raise SchemaError(f"{where}: row {row} has {lengths[row]} words but {other[row]} {column} values")
+
+
+def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None:
+    flat = pc.list_flatten(table.column(column))
+    unknown = pc.invert(pc.is_in(flat, value_set=pa.array(allowed)))
+    if pc.any(unknown).as_py():
+        bad = flat.filter(unknown)[0].as_py()
+        raise SchemaError(f"{where}: unknown {column} label {bad!r} (expected one of {', '.join(allowed)})")
+
+
 def validate(table: pa.Table, where: str = "segment table") -> None:
-    """Check schema, one label per word and the label vocabulary."""
+    """Check the columns, one label, case and surface value per word, and the label vocabularies."""
     missing = [f.name for f in SEGMENT_SCHEMA if f.name not in table.column_names]
     if missing:
         raise SchemaError(f"{where}: missing column(s) {', '.join(missing)}")
     if table.num_rows == 0:
         return
-    words, labels = table.column("words"), table.column("labels")
-    word_lengths = pc.list_value_length(words)
-    label_lengths = pc.list_value_length(labels)
-    mismatch = pc.not_equal(word_lengths, label_lengths)
-    if pc.any(mismatch).as_py():
-        row = pc.index(mismatch, True).as_py()
-        raise SchemaError(f"{where}: row {row} has {word_lengths[row]} words but {label_lengths[row]} labels")
-    flat = pc.list_flatten(labels)
-    unknown = pc.invert(pc.is_in(flat, value_set=pa.array(LABELS)))
-    if pc.any(unknown).as_py():
-        bad = flat.filter(unknown)[0].as_py()
-        raise SchemaError(f"{where}: unknown label {bad!r} (expected one of {', '.join(LABELS)})")
+    lengths = pc.list_value_length(table.column("words"))
+    for column in ("labels", "case", "surface"):
+        _check_per_word(table, column, where, lengths)
+    _check_vocabulary(table, "labels", LABELS, where)
+    _check_vocabulary(table, "case", CASE_LABELS, where)
 
 
-def conform(table: pa.Table) -> pa.Table:
-    """Cast a table read from Parquet (or built elsewhere) to the canonical schema."""
+def conform(table: pa.Table, where: str = "segment table") -> pa.Table:
+    """Cast a table read from Parquet (or built elsewhere) to the canonical schema.
+
+    A table without case columns is a version-1 table: refused, since nothing can give its words
+    their case back."""
+    if "case" not in table.column_names or "surface" not in table.column_names:
+        version = (table.schema.metadata or {}).get(b"schema", b"no schema name").decode()
+        raise SchemaError(
+            f"{where}: segment table of an older version ({version}, without case labels): "
+            f"rerun the stage that wrote it (this version writes {SCHEMA_NAME})"
+        )
     if "split" not in table.column_names:
         table = table.append_column("split", pa.nulls(table.num_rows, pa.string()))
     table = table.select(SEGMENT_SCHEMA.names).cast(SEGMENT_SCHEMA)
@@ -127,3 +169,9 @@ def concat(tables: Iterable[pa.Table]) -> pa.Table:
     if not tables:
         return empty_segments()
     return pa.concat_tables(tables).combine_chunks()
+
+
+def with_column(table: pa.Table, name: str, values) -> pa.Table:
+    """``table`` with column ``name`` replaced (the schema's type kept)."""
+    index = table.schema.get_field_index(name)
+    return table.set_column(index, table.schema.field(index), values)

@@ -5,24 +5,32 @@
   the budget runs out, not at sentence ends, so a model cannot learn "the end
   of the input is a PERIOD".  ``stride`` > 0 makes consecutive chunks share that
   many words.
-* ``segment``: each segment on its own (split into chunks if it is too long).
+* ``segment``: each segment on its own (split into chunks if it is too long);
+  ``chunk_id`` is ``seg_id * 1000 + chunk``.
 * ``slot_filling`` (Rao 2022): a mask token after every word; the labels sit on
   the masks.
 
 Labels: each word's label on its *last* subword (the mark follows the word, so the
-token nearest the gap decides it); -100 on every other token.  ``word_index`` gives,
-for every token, the position of its word in the document (-1 for special and
-mask tokens), so predictions map back to words.  A word the tokenizer turns into
-no token (an empty word) becomes the unknown token, so no label is lost.
+token nearest the gap decides it); -100 on every other token; ``case_labels`` the
+word's capitalization label (O/U/A/M as 0-3) at the same positions.  ``word_index``
+gives, for every token, the position of its word in the document (-1 for special
+and mask tokens), so predictions map back to words.  A word the tokenizer turns
+into no token (an empty word) becomes the unknown token, so no label is lost.
+
+Speed: each distinct word is tokenized once (a cache per process, over shards), and
+the packing is array arithmetic over the shard; only documents longer than one
+chunk are walked chunk by chunk.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from .labels import LABEL_TO_ID, LABELS, RENDERED_MARK
+from .labels import CASE_TO_ID, LABEL_TO_ID, LABELS
 
 IGNORE = -100
 
@@ -36,35 +44,55 @@ SEQUENCE_SCHEMA = pa.schema(
         pa.field("input_ids", pa.list_(pa.int32())),
         pa.field("attention_mask", pa.list_(pa.int8())),
         pa.field("labels", pa.list_(pa.int16())),
+        pa.field("case_labels", pa.list_(pa.int8())),
         pa.field("word_index", pa.list_(pa.int32())),
-    ]
+    ],
+    metadata={b"schema": b"punct-sequences/2"},
 )
+
+
+class PieceCache:
+    """Subword ids of distinct words, tokenized once per process (bounded: cleared when full)."""
+
+    def __init__(self, tokenizer, limit: int = 2_000_000):
+        self.tokenizer, self.limit = tokenizer, limit
+        self.ids: dict[str, np.ndarray] = {}
+
+    def pieces(self, words: list[str]) -> list[np.ndarray]:
+        missing = [w for w in words if w not in self.ids]
+        if missing:
+            if len(self.ids) + len(missing) > self.limit:
+                self.ids.clear()
+            unk = self.tokenizer.unk_token_id
+            encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"] if missing else []
+            for word, ids in zip(missing, encoded):
+                self.ids[word] = np.asarray(ids if ids else [unk], dtype=np.int32)
+        return [self.ids[w] for w in words]
+
+
+_CACHES: dict[int, PieceCache] = {}
+
+
+def piece_cache(tokenizer) -> PieceCache:
+    cache = _CACHES.get(id(tokenizer))
+    if cache is None or cache.tokenizer is not tokenizer:
+        cache = _CACHES[id(tokenizer)] = PieceCache(tokenizer)
+    return cache
 
 
 def word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
     """Subword ids of each word (never empty: an untokenizable word is the unknown token)."""
-    if not words:
-        return []
-    encoded = tokenizer(words, add_special_tokens=False, is_split_into_words=False)["input_ids"]
-    unk = tokenizer.unk_token_id
-    return [ids if ids else [unk] for ids in encoded]
+    return [p.tolist() for p in piece_cache(tokenizer).pieces(list(words))]
 
 
-def _chunks_of(pieces: list[list[int]], budget: int, stride: int) -> list[tuple[int, int]]:
-    """Word ranges [start, end) whose tokens fit ``budget``; consecutive ranges overlap by ``stride`` words."""
-    ranges, start, n = [], 0, len(pieces)
-    while start < n:
-        used, end = 0, start
-        while end < n and used + len(pieces[end]) <= budget:
-            used += len(pieces[end])
-            end += 1
-        if end == start:
-            raise ValueError(f"a word of {len(pieces[start])} tokens does not fit max_len")
-        ranges.append((start, end))
-        if end >= n:
-            break
-        start = max(end - stride, start + 1)
-    return ranges
+def _offsets(lists) -> np.ndarray:
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _codes(flat: pa.Array, vocabulary: dict[str, int]) -> np.ndarray:
+    values = pa.array(list(vocabulary), pa.string())
+    return pc.index_in(flat, value_set=values).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def build_sequences(
@@ -73,64 +101,154 @@ def build_sequences(
     if mode not in ("chunk", "segment"):
         raise ValueError(f"mode must be chunk or segment, not {mode!r}")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    specials = [t for t in (cls, sep) if t is not None]
     mask = tokenizer.mask_token_id
     if slot_filling and mask is None:
         raise ValueError("slot filling needs a tokenizer with a mask token")
-    budget = max_len - len(specials)
+    n_specials = (cls is not None) + (sep is not None)
+    budget = max_len - n_specials
     counts: Counter = Counter()
-    rows = {name: [] for name in SEQUENCE_SCHEMA.names}
-    groups: dict[tuple, list[int]] = {}
-    for i, (doc, split) in enumerate(zip(table["doc_id"].to_pylist(), table["split"].to_pylist())):
-        key = (doc, split) if mode == "chunk" else (doc, split, i)
-        groups.setdefault(key, []).append(i)
-    all_words, all_labels = table["words"].to_pylist(), table["labels"].to_pylist()
-    corpora, langs = table["corpus"].to_pylist(), table["lang"].to_pylist()
-    # position of each row's first word inside its document
-    row_offset, seen_words = [], Counter()
-    for doc, split, words in zip(table["doc_id"].to_pylist(), table["split"].to_pylist(), all_words):
-        row_offset.append(seen_words[(doc, split)])
-        seen_words[(doc, split)] += len(words)
-    for key, row_ids in groups.items():
-        words = [w for r in row_ids for w in all_words[r]]
-        labels = [l for r in row_ids for l in all_labels[r]]
-        first = row_ids[0]
-        base = row_offset[first]  # word positions count from the start of the document
-        pieces = word_pieces(tokenizer, words)
-        if slot_filling:
-            pieces = [[*p, mask] for p in pieces]
-        for chunk_no, (start, end) in enumerate(_chunks_of(pieces, budget, stride) if words else []):
-            ids, labs, index = (
-                ([cls] if cls is not None else []),
-                ([IGNORE] if cls is not None else []),
-                ([-1] if cls is not None else []),
-            )
-            for w in range(start, end):
-                p = pieces[w]
-                ids += p
-                if slot_filling:
-                    labs += [IGNORE] * (len(p) - 1) + [LABEL_TO_ID[labels[w]]]
-                    index += [base + w] * (len(p) - 1) + [-1]
-                else:
-                    labs += [IGNORE] * (len(p) - 1) + [LABEL_TO_ID[labels[w]]]
-                    index += [base + w] * len(p)
-            if sep is not None:
-                ids.append(sep)
-                labs.append(IGNORE)
-                index.append(-1)
-            rows["corpus"].append(corpora[first])
-            rows["lang"].append(langs[first])
-            rows["split"].append(key[1])
-            rows["doc_id"].append(key[0])
-            rows["chunk_id"].append(chunk_no if mode == "chunk" else first * 1000 + chunk_no)
-            rows["input_ids"].append(ids)
-            rows["attention_mask"].append([1] * len(ids))
-            rows["labels"].append(labs)
-            rows["word_index"].append(index)
-            counts["chunks"] += 1
-            counts["tokens"] += len(ids)
-        counts["words"] += len(words)
-    return pa.table(rows, schema=SEQUENCE_SCHEMA), counts
+    if table.num_rows == 0:
+        return SEQUENCE_SCHEMA.empty_table(), counts
+
+    # groups: (doc, split) in order of first appearance (chunk), or each row (segment)
+    split = pc.fill_null(table["split"], "\x00")
+    doc_split = pc.binary_join_element_wise(table["doc_id"], split, "\x1f")
+    doc_split = doc_split.combine_chunks() if isinstance(doc_split, pa.ChunkedArray) else doc_split
+    doc_group = pc.dictionary_encode(doc_split).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_rows = table.num_rows
+    order = np.argsort(doc_group, kind="stable")  # rows of a (doc, split) together, in table order
+    row_words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+    # position of each row's first word in its (doc, split)
+    sorted_words = row_words[order]
+    sorted_group = doc_group[order]
+    cumulative = np.cumsum(sorted_words) - sorted_words
+    group_first = np.r_[0, np.flatnonzero(np.diff(sorted_group)) + 1]
+    first_of_row = np.repeat(cumulative[group_first], np.diff(np.r_[group_first, n_rows]))
+    row_offset = np.empty(n_rows, np.int64)
+    row_offset[order] = cumulative - first_of_row
+    if mode == "segment":
+        order = np.arange(n_rows)
+        group_of_row = np.arange(n_rows)
+    else:
+        group_of_row = sorted_group
+    rows = table.take(pa.array(order))
+    group_of_row = group_of_row if mode == "segment" else sorted_group
+    g_first_row = np.r_[0, np.flatnonzero(np.diff(group_of_row)) + 1]  # first row of each group (in ``rows``)
+    n_groups = len(g_first_row)
+
+    # words, their pieces, and the token stream of all words
+    words_column = rows["words"].combine_chunks()
+    word_offsets = _offsets(words_column)
+    flat_words = pc.list_flatten(words_column)
+    encoded = pc.dictionary_encode(flat_words)
+    pieces = piece_cache(tokenizer).pieces(encoded.dictionary.to_pylist())
+    if slot_filling:
+        pieces = [np.r_[p, mask].astype(np.int32) for p in pieces]
+    unique_len = np.array([len(p) for p in pieces], np.int64)
+    unique_start = np.r_[0, np.cumsum(unique_len)[:-1]] if len(pieces) else np.zeros(0, np.int64)
+    unique_flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+    word_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    word_len = unique_len[word_code]
+    prefix = np.r_[0, np.cumsum(word_len)]  # tokens before each word
+    stream = unique_flat[np.repeat(unique_start[word_code] - prefix[:-1], word_len) + np.arange(prefix[-1])]
+    label_code = _codes(pc.list_flatten(rows["labels"].combine_chunks()), LABEL_TO_ID)
+    case_code = (
+        _codes(pc.list_flatten(rows["case"].combine_chunks()), CASE_TO_ID) if "case" in rows.column_names else None
+    )
+
+    # chunks: (group, first word, end word, number within the group)
+    g_word_start = word_offsets[g_first_row]
+    g_word_end = np.r_[g_word_start[1:], word_offsets[-1]]
+    g_tokens = prefix[g_word_end] - prefix[g_word_start]
+    nonempty = g_word_end > g_word_start
+    single = nonempty & (g_tokens <= budget)
+    chunk_group = [np.flatnonzero(single)]
+    chunk_start, chunk_end = [g_word_start[single]], [g_word_end[single]]
+    chunk_no = [np.zeros(int(single.sum()), np.int64)]
+    long_groups, lg_start, lg_end, lg_no = [], [], [], []
+    for g in np.flatnonzero(nonempty & ~single).tolist():
+        start, end_word, k = int(g_word_start[g]), int(g_word_end[g]), 0
+        while start < end_word:
+            end = min(int(np.searchsorted(prefix, prefix[start] + budget, side="right")) - 1, end_word)
+            if end <= start:
+                raise ValueError(f"a word of {int(word_len[start])} tokens does not fit max_len")
+            long_groups.append(g)
+            lg_start.append(start)
+            lg_end.append(end)
+            lg_no.append(k)
+            k += 1
+            if end >= end_word:
+                break
+            start = max(end - stride, start + 1)
+    chunk_group.append(np.array(long_groups, np.int64))
+    chunk_start.append(np.array(lg_start, np.int64))
+    chunk_end.append(np.array(lg_end, np.int64))
+    chunk_no.append(np.array(lg_no, np.int64))
+    c_group = np.concatenate(chunk_group)
+    c_start, c_end, c_no = np.concatenate(chunk_start), np.concatenate(chunk_end), np.concatenate(chunk_no)
+    ordering = np.lexsort((c_no, c_group))  # groups in order, chunks in order
+    c_group, c_start, c_end, c_no = c_group[ordering], c_start[ordering], c_end[ordering], c_no[ordering]
+
+    # the tokens of each chunk: [cls] + its words' tokens + [sep]
+    body = prefix[c_end] - prefix[c_start]
+    out_len = body + n_specials
+    out_offsets = np.r_[0, np.cumsum(out_len)]
+    total = int(out_offsets[-1])
+    chunk_of = np.repeat(np.arange(len(c_group)), out_len)
+    local = np.arange(total) - out_offsets[:-1][chunk_of]
+    has_cls = cls is not None
+    is_cls = (local == 0) if has_cls else np.zeros(total, bool)
+    is_sep = (local == out_len[chunk_of] - 1) if sep is not None else np.zeros(total, bool)
+    in_body = ~is_cls & ~is_sep
+    token = prefix[c_start][chunk_of] + local - int(has_cls)  # position in the token stream
+    token = np.where(in_body, token, 0)
+    ids = np.where(in_body, stream[np.minimum(token, max(len(stream) - 1, 0))] if len(stream) else 0, 0)
+    if has_cls:
+        ids = np.where(is_cls, cls, ids)
+    if sep is not None:
+        ids = np.where(is_sep, sep, ids)
+    word_of_token = np.repeat(np.arange(len(word_len)), word_len)
+    word = word_of_token[token] if len(word_of_token) else np.zeros(total, np.int64)
+    last_of_word = (token == prefix[word + 1] - 1) & in_body
+    labels = np.where(last_of_word, label_code[word] if len(label_code) else 0, IGNORE)
+    case_labels = np.where(last_of_word, case_code[word] if case_code is not None and len(case_code) else 0, IGNORE)
+    # a word's position in its document
+    row_of_word = np.repeat(np.arange(n_rows), np.diff(word_offsets))
+    group_first_word = word_offsets[g_first_row]
+    base = row_offset[order][g_first_row]
+    position = base[c_group][chunk_of] + (word - group_first_word[c_group][chunk_of])
+    index = np.where(in_body, position, -1)
+    if slot_filling:
+        index = np.where(last_of_word, -1, index)
+    del row_of_word
+
+    first_rows = g_first_row[c_group]
+    if mode == "segment":
+        chunk_id = rows["seg_id"].to_numpy(zero_copy_only=False).astype(np.int64)[first_rows] * 1000 + c_no
+    else:
+        chunk_id = c_no
+    list_offsets = pa.array(out_offsets.astype(np.int32))
+    meta = rows.take(pa.array(first_rows))
+    out = pa.Table.from_arrays(
+        [
+            meta["corpus"].combine_chunks(),
+            meta["lang"].combine_chunks(),
+            meta["split"].combine_chunks(),
+            meta["doc_id"].combine_chunks(),
+            pa.array(chunk_id.astype(np.int32)),
+            pa.ListArray.from_arrays(list_offsets, pa.array(ids.astype(np.int32))),
+            pa.ListArray.from_arrays(list_offsets, pa.array(np.ones(total, np.int8))),
+            pa.ListArray.from_arrays(list_offsets, pa.array(labels.astype(np.int16))),
+            pa.ListArray.from_arrays(list_offsets, pa.array(case_labels.astype(np.int8))),
+            pa.ListArray.from_arrays(list_offsets, pa.array(index.astype(np.int32))),
+        ],
+        schema=SEQUENCE_SCHEMA,
+    )
+    counts["chunks"] += len(c_group)
+    counts["tokens"] += total
+    counts["words"] += int(word_offsets[-1])
+    del n_groups
+    return out, counts
 
 
 def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str], list[tuple[int, str]]]:
@@ -151,27 +269,6 @@ def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str]
             if word >= 0:
                 last_word = word
     return {k: sorted(v.items()) for k, v in out.items()}
-
-
-def export_tsv(table: pa.Table) -> str:
-    """xashru/punctuation-restoration format: ``word<TAB>LABEL`` per line."""
-    return "".join(
-        f"{w}\t{l}\n"
-        for words, labels in zip(table["words"].to_pylist(), table["labels"].to_pylist())
-        for w, l in zip(words, labels)
-    )
-
-
-def export_nemo(table: pa.Table) -> tuple[str, str]:
-    """NeMo punctuation-capitalization format: text.txt and labels.txt (punctuation + case per word;
-    the text is lowercased, so case is O)."""
-    text, labels = [], []
-    for words, labs in zip(table["words"].to_pylist(), table["labels"].to_pylist()):
-        if not words:
-            continue
-        text.append(" ".join(words))
-        labels.append(" ".join((RENDERED_MARK[l] or "O") + "O" for l in labs))
-    return "\n".join(text) + "\n", "\n".join(labels) + "\n"
 
 
 def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
@@ -198,3 +295,91 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
         sep_token="[SEP]",
         mask_token="[MASK]",
     )
+
+
+# ------------------------------------------------------------------------------ the stage, streamed
+
+
+def train_words(source, batch_rows: int = 65_536):
+    """The words of the train split of a dataset, batch by batch (lists of words): a stream."""
+    from . import io
+
+    for batch in io.iter_batches(source, columns=["words", "split"], batch_size=batch_rows):
+        train = pc.fill_null(pc.equal(batch.column("split"), "train"), False)
+        words = pc.list_flatten(batch.column("words").filter(train))
+        if len(words):
+            yield words.to_pylist()
+
+
+class SequencesStep:
+    """Picklable: a segment shard -> its sequences, with the tokenizer saved in ``tokenizer_dir``
+    (loaded once per worker process)."""
+
+    _loaded: dict = {}
+
+    def __init__(self, tokenizer_dir, max_len: int, mode: str, stride: int, slot_filling: bool):
+        self.tokenizer_dir = str(tokenizer_dir)
+        self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling)
+
+    def __call__(self, shard):
+        from transformers import AutoTokenizer
+
+        from .dataset import read_segments
+        from .step import Counts, StepResult
+
+        tokenizer = self._loaded.get(self.tokenizer_dir)
+        if tokenizer is None:
+            tokenizer = self._loaded[self.tokenizer_dir] = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        table, counts = build_sequences(read_segments(shard), tokenizer, **self.options)
+        return StepResult(table, Counts(stats=counts))
+
+
+def sequences_dataset(source, params, out, tokenizer_out, report, name: str, earlier_reports=(), engine=None) -> dict:
+    """``source`` (segments) -> ``out`` (sequences, a folder of parts), ``tokenizer_out`` and ``report``
+    (the earlier stages' reports, the sequence counts, and the split distribution)."""
+    from pathlib import Path
+
+    from . import io
+    from .audit import audit_datasets
+    from .dataset import counts_of, finish, row_shards, run_step
+    from .executor import executor
+    from .params import EngineParams
+    from .pretrained import load_tokenizer, save_tokenizer
+
+    engine = engine or EngineParams()
+    earlier = [Path(p) for p in earlier_reports]
+    with io.Outputs(inputs=[source, *earlier]) as outputs:
+        folder = outputs.dataset(out)
+        tokenizer_folder = outputs.dataset(tokenizer_out)
+        report_path = outputs.file(report)
+        scratch = outputs.scratch(out)
+        if params.tokenizer == "train":
+            tokenizer = train_tokenizer(train_words(source), vocab_size=params.vocab_size, lowercase=params.lowercase)
+        else:
+            tokenizer = load_tokenizer(params.tokenizer)
+        save_tokenizer(tokenizer, tokenizer_folder)
+        io.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
+        step = SequencesStep(tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling)
+        shards = row_shards(source, engine.shard_rows)
+        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            results = run_step(runner, step, shards, folder, label=f"sequences {name}")
+            distribution, _ = audit_datasets(
+                runner,
+                [source],
+                scratch / "pooled",
+                engine.shard_rows,
+                names=[name],
+                expected_splits=("train", "dev", "test"),
+            )
+            per_corpus, _ = audit_datasets(runner, [source], scratch / "corpora", engine.shard_rows)
+        counts = counts_of(results)
+        finish(folder, "sequences", results, schema="punct-sequences/2")
+        out_report: dict = {}
+        for path in earlier:
+            out_report.update(io.read_json(path))
+        out_report["sequences"] = {k: int(v) for k, v in sorted(counts.stats.items())}
+        out_report["distribution"] = distribution
+        if len(per_corpus) > 1:
+            out_report["per_corpus"] = per_corpus
+        io.write_json_in_place(out_report, Path(report_path))
+    return out_report

@@ -2,7 +2,8 @@
 
 ``100,`` labelled COMMA becomes ``one hundred`` with the COMMA on ``hundred``: the mark
 stays after the last spoken word, so reference text looks like ASR output (Rao
-2022's Malay normalization; English reference text made ASR-like).
+2022's Malay normalization; English reference text made ASR-like).  Spoken words are
+lowercase (case O); a word left as it was keeps its case label and form.
 """
 
 from __future__ import annotations
@@ -23,31 +24,35 @@ def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
     flat = pc.list_flatten(table["words"])
     if not pc.any(pc.match_substring_regex(flat, "[0-9]|^www\\.|^https?://")).as_py():
         return table, counts
-    new_words, new_labels = [], []
-    for words, labels in zip(table["words"].to_pylist(), table["labels"].to_pylist()):
-        out_w, out_l = [], []
-        for word, label in zip(words, labels):
+    columns = {name: [] for name in ("words", "labels", "case", "surface")}
+    for words, labels, case, surface in zip(*(table[name].to_pylist() for name in columns)):
+        out = {name: [] for name in columns}
+        for word, label, word_case, form in zip(words, labels, case, surface):
             spoken = verbalizer.verbalize(word) if verbalizer.might_apply(word) else None
             if spoken:
                 parts = spoken.split()
-                out_w.extend(parts)
-                out_l.extend(["O"] * (len(parts) - 1) + [label])
+                out["words"] += parts
+                out["labels"] += ["O"] * (len(parts) - 1) + [label]
+                out["case"] += ["O"] * len(parts)
+                out["surface"] += [None] * len(parts)
                 counts["words_spoken"] += 1
             else:
                 if verbalizer.might_apply(word):
                     counts["numbers_left_written"] += 1
-                out_w.append(word)
-                out_l.append(label)
-        new_words.append(out_w)
-        new_labels.append(out_l)
+                for name, value in zip(columns, (word, label, word_case, form)):
+                    out[name].append(value)
+        for name in columns:
+            columns[name].append(out[name])
     first = table.slice(0, 1)
-    out = segments_table(
+    out_table = segments_table(
         first["corpus"][0].as_py(),
         first["lang"][0].as_py(),
         table["doc_id"],
         table["seg_id"],
-        new_words,
-        new_labels,
+        columns["words"],
+        columns["labels"],
         table["split"],
+        case=columns["case"],
+        surface=columns["surface"],
     )
-    return out, counts
+    return out_table, counts

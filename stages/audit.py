@@ -1,43 +1,57 @@
-"""DVC stage: audit every segment Parquet of a directory.
+"""DVC stage: audit every segment dataset of the registry (corpora and alignments), with the
+alignment reports and model-ready datasets' reports summarized beside them.
 
-Writes ``<out>/audit.json`` (DVC metrics), ``<out>/label_shares.csv`` and
-``<out>/sentence_lengths.csv`` (DVC plots), ``<out>/audit.html`` (a page to read)
-and ``<out>/table1.md`` (Alam 2020 Table 1 layout).  Alignment reports found in
-``--alignment-dir`` are summarized beside their dataset.
+Writes ``<out>/audit.json`` (DVC metrics), ``label_shares.csv``, ``case_shares.csv`` and
+``sentence_lengths.csv`` (DVC plots), ``audit.html`` (a page to read) and ``table1.md``
+(Alam 2020 Table 1 layout).  The inputs are named by the params file, not found by globbing.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
 from pipeline import io
-from pipeline.reports import write_outputs
+from pipeline import params as P
+from pipeline.audit import audit_datasets
+from pipeline.executor import executor
+from pipeline.reports import with_reports, write_outputs
+from stages.common import add_logging_options, run, setup_logging
+
+log = logging.getLogger("stages.audit")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("segments", help="directory of segment Parquet files")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--data-dir", default="data", help="where segments/, alignment/ and datasets/ are")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--alignment-dir", help="directory of alignment reports (<dataset>.json)")
     parser.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
-    parser.add_argument("--datasets-dir", help="directory of model-ready datasets (<name>/report.json)")
+    add_logging_options(parser)
     args = parser.parse_args(argv)
-    paths = sorted(Path(args.segments).glob("*.parquet"))
-    if not paths:
-        print(f"error: {args.segments}: no .parquet files to audit", file=sys.stderr)
-        return 2
-    result = write_outputs(
-        [io.read_segments(p) for p in paths],
-        Path(args.out),
-        Path(args.alignment_dir) if args.alignment_dir else None,
-        args.drift_threshold,
-        Path(args.datasets_dir) if args.datasets_dir else None,
-    )
-    print(f"audit: {len(result)} dataset(s) -> {args.out}/audit.json, audit.html, table1.md", file=sys.stderr)
+    setup_logging(args)
+    params = P.load(args.params, [])
+    data = Path(args.data_dir)
+    names = params.segment_names()
+    paths = [data / "segments" / f"{name}.parquet" for name in names]
+    engine = params.engine_for()
+    with io.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers, engine.scheduler) as runner:
+        result, histograms = audit_datasets(
+            runner,
+            paths,
+            outputs.scratch(Path(args.out) / "audit.json"),
+            engine.shard_rows,
+            drift_threshold=args.drift_threshold,
+        )
+    alignments = {name: data / "alignment" / f"{name}.json" for name in params.alignments}
+    datasets = {name: data / "datasets" / name / "report.json" for name in params.datasets}
+    result = with_reports(result, alignments, datasets)
+    write_outputs(result, histograms, Path(args.out), inputs=paths)
+    log.info("audit: %d dataset(s) -> %s/audit.json, audit.html, table1.md", len(result), args.out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -1,28 +1,29 @@
-"""What every stage entry point does the same way: read a params section, list inputs."""
+"""The stages' shared entry-point behaviour: :mod:`pipeline.entrypoint` (one place for the command
+line and the stages)."""
 
-from __future__ import annotations
+from pipeline.entrypoint import add_logging_options, run, setup_logging
 
-from pathlib import Path
-
-import yaml
-
-from pipeline import io
+__all__ = ["add_logging_options", "dataset_entry", "run", "setup_logging"]
 
 
-def load_params(path: str | Path, *keys: str):
-    """The section ``keys`` of a params file, with a clear error if it is missing."""
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    node = data
-    for depth, key in enumerate(keys):
+def dataset_entry(args):
+    """The validated params and the ``datasets.<args.name>`` entry."""
+    from pipeline import params as P
+
+    params = P.load(args.params, [("datasets", args.name)])
+    if args.name not in params.datasets:
+        raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
+    return params, params.datasets[args.name]
+
+
+def load_params(path, *keys):
+    """The raw section ``keys`` of a params file (the training stage's until it validates its own)."""
+    from pipeline.params import ParamsError, load
+
+    params = load(path, [("train", keys[1])] if len(keys) > 1 else [])
+    node = {"train": params.train_entries}.get(keys[0]) if keys else None
+    for key in keys[1:]:
         if not isinstance(node, dict) or key not in node:
-            raise SystemExit(f"error: {path}: no params section {'.'.join(keys[: depth + 1])!r}")
+            raise ParamsError(f"{path}: no params section {'.'.join(keys)!r}")
         node = node[key]
     return node
-
-
-def input_files(path: str | Path, pattern: str = "*") -> list[Path]:
-    """A file, or the regular files of a directory matching ``pattern`` (``pipeline.io.input_files``)."""
-    try:
-        return io.input_files(path, pattern)
-    except io.InputError as exc:
-        raise SystemExit(f"error: {exc}") from None

@@ -1,52 +1,61 @@
 """DVC stage: a confusable vocabulary (``confusables.<name>`` in the params file).
 
-The vocabulary is a corpus of the registry (its words seen ``min_count`` times)
-or a word-list file; output ``lexicons/confusables/<name>.parquet`` and a report.
+The vocabulary is a corpus of the registry (its words seen ``min_count`` times, counted in one
+streaming pass) or a word-list file; outputs the confusables Parquet and a report.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from pipeline import io
+from pipeline import params as P
 from pipeline.confusables import build_confusables, vocabulary_from_segments
 from pipeline.g2p import get_g2p
-from stages.common import load_params
+from stages.common import add_logging_options, run, setup_logging
+
+log = logging.getLogger("stages.confusables")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name")
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--data-dir", default="data")
-    parser.add_argument("--out-dir", default="lexicons/confusables")
+    parser.add_argument("--vocab", required=True, help="the segment dataset of entry.corpus, or entry.word_list")
+    parser.add_argument("--out", required=True, help="output confusables (Parquet)")
+    parser.add_argument("--report", required=True, help="output report (JSON)")
+    add_logging_options(parser)
     args = parser.parse_args(argv)
-    entry = load_params(args.params, "confusables", args.name)
-    try:
-        if "corpus" in entry:
-            table = io.read_segments(f"{args.data_dir}/segments/{entry['corpus']}.parquet")
-            words = vocabulary_from_segments(table, int(entry.get("min_count", 1)))
-        else:
-            words = [w.strip() for w in io.read_text(entry["word_list"]).splitlines() if w.strip()]
-        g2p = get_g2p(entry["lang"])
-        table, report = build_confusables(
-            words,
-            g2p,
-            k=int(entry.get("k", 3)),
-            workers=int(entry.get("workers", 0)),
-            progress=lambda stage, done, total: print(
-                f"confusables {args.name}: stage {stage}: {done}/{total} settled", file=sys.stderr
-            ),
-        )
-    except (io.InputError, ValueError) as exc:
-        print(f"error: confusables {args.name}: {exc}", file=sys.stderr)
-        return 2
-    io.write_parquet(table, f"{args.out_dir}/{args.name}.parquet")
-    io.write_json(report, f"{args.data_dir}/confusables/{args.name}.json")
-    print(f"confusables {args.name}: {report['words']} words, {report['rows']} rows", file=sys.stderr)
+    setup_logging(args)
+    params = P.load(args.params, [("confusables", args.name)])
+    if args.name not in params.confusables:
+        raise P.ParamsError(f"{args.params}: confusables.{args.name}: no such entry")
+    entry = params.confusables[args.name]
+    if entry.corpus is not None:
+        words = vocabulary_from_segments(args.vocab, entry.min_count)
+    else:
+        words = [w.strip() for w in io.read_text(args.vocab).splitlines() if w.strip()]
+    g2p = get_g2p(entry.lang)
+    if entry.keep_stress:
+        g2p = type(g2p)(True)
+    table, report = build_confusables(
+        words,
+        g2p,
+        k=entry.k,
+        workers=entry.workers,
+        progress=lambda stage, done, total: log.info(
+            "confusables %s: radius %s: %d/%d settled", args.name, stage, done, total
+        ),
+    )
+    with io.Outputs(inputs=[args.vocab]) as outputs:
+        out = outputs.file(args.out)
+        io.write_parquet(table, out)
+        io.write_json_in_place(report, outputs.file(args.report))
+    log.info("confusables %s: %d words, %d rows", args.name, report["words"], report["rows"])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

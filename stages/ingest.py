@@ -3,65 +3,56 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
-from corpora import get_reader
-from pipeline import io
-from stages.common import input_files, load_params
+from pipeline import params as P
+from pipeline.ingest import ingest
+from stages.common import add_logging_options, run, setup_logging
 
-
-def _sharded(args, reader, lang, files, engine, options) -> int:
-    """The output path is then a directory of part-NNNNN.parquet shards (readers accept either)."""
-    from pipeline.engine import ingest_text_sharded
-
-    if reader != "text":
-        print(f"error: corpus {args.corpus}: engine runs the text reader, not {reader!r}", file=sys.stderr)
-        return 2
-    try:
-        report = ingest_text_sharded(
-            files,
-            lang,
-            args.corpus,
-            f"{args.out_dir}/segments/{args.corpus}.parquet",
-            engine,
-            int(options.get("workers", 0)),
-            int(options.get("shard_lines", 100_000)),
-            options.get("quoting", "none"),
-        )
-    except (io.InputError, ValueError) as exc:
-        print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
-        return 2
-    io.write_json({**report, "reader": reader}, f"{args.out_dir}/stats/{args.corpus}.json")
-    print(f"ingest {args.corpus}: {report['shards']} shards on {engine}, {report['words']} words", file=sys.stderr)
-    return 0
+log = logging.getLogger("stages.ingest")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("corpus", help="name of the corpus in the registry")
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--out-dir", default="data")
+    parser.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
+    parser.add_argument("--stats", required=True, help="output counts (JSON)")
+    add_logging_options(parser)
     args = parser.parse_args(argv)
-    entry = dict(load_params(args.params, "corpora", args.corpus))
-    reader, lang, source = entry.pop("reader"), entry.pop("lang"), entry.pop("input")
-    spoken = entry.pop("spoken", False)
-    pattern = entry.pop("glob", "*")
-    engine = entry.pop("engine", None)
-    if engine:  # a corpus bigger than memory: sharded, streaming, on a process pool or Dask
-        return _sharded(args, reader, lang, input_files(source, pattern), engine, entry)
-    try:
-        prepared = get_reader(reader)(input_files(source, pattern), lang=lang, corpus=args.corpus, **entry)
-        if spoken:
-            prepared.speak(lang)
-    except (io.InputError, ValueError) as exc:
-        print(f"error: corpus {args.corpus}: {exc}", file=sys.stderr)
-        return 2
-    io.write_parquet(prepared.table, f"{args.out_dir}/segments/{args.corpus}.parquet")
-    report = {"corpus": args.corpus, "reader": reader, "lang": lang, **prepared.report()}
-    io.write_json(report, f"{args.out_dir}/stats/{args.corpus}.json")
-    print(f"ingest {args.corpus}: {report['segments']} segments, {report['words']} words", file=sys.stderr)
+    setup_logging(args)
+    params = P.load(args.params, [("corpora", args.corpus)])
+    if args.corpus not in params.corpus_entries:
+        raise P.ParamsError(f"{args.params}: corpora.{args.corpus}: no such corpus in the registry")
+    entry = params.corpus_entries[args.corpus]
+    engine = params.engine_for(entry.engine)
+    report = ingest(
+        entry.reader,
+        entry.input,
+        entry.lang,
+        args.corpus,
+        args.out,
+        args.stats,
+        options=entry.reader_options(),
+        spoken=entry.spoken,
+        glob=entry.glob,
+        user_dict=entry.user_dict,
+        engine=engine.engine,
+        workers=engine.workers,
+        scheduler=engine.scheduler,
+        lines_per_shard=engine.shard_lines,
+    )
+    dropped = sum(report["dropped"].values())
+    log.info(
+        "ingest %s: %s segments, %s words%s",
+        args.corpus,
+        report.get("segments", 0),
+        report.get("words", 0),
+        f"; dropped {dropped} (see {args.stats})" if dropped else "",
+    )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

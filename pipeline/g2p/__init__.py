@@ -52,6 +52,15 @@ MODULES = {
 }
 
 
+def g2p_module(lang: str) -> str:
+    """The module that converts ``lang`` (for the pipeline's dependency lists)."""
+    if lang not in MODULES:
+        raise NoG2pError(
+            f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}"
+        )
+    return f"{__name__}.{MODULES[lang]}"
+
+
 @functools.cache
 def get_g2p(lang: str) -> G2p:
     module = MODULES.get(lang)

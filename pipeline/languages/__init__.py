@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -61,16 +62,17 @@ class Language:
     def abbreviations(self) -> frozenset[str]:
         return word_set(self.code, "abbreviations.txt")
 
-    def normalize(self, lines: pyarrow.Array) -> pyarrow.Array:
-        """Normalize lines (an Arrow string array) for this language; the count is kept."""
-        lines = clean_lines(lines, self.keep_joiners)
+    def normalize(self, lines: pyarrow.Array, counts: Counter | None = None) -> pyarrow.Array:
+        """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
+        replaced (control characters) is counted in ``counts``."""
+        lines = clean_lines(lines, self.keep_joiners, counts)
         if self.normalize_block is None or not len(lines):
             return lines
         return _normalize_as_block(lines, self.normalize_block)
 
-    def normalize_text(self, text: str) -> pyarrow.Array:
-        """Split a block of text into lines and normalize them."""
-        return self.normalize(split_lines(text))
+    def normalize_text(self, text: str, counts: Counter | None = None) -> pyarrow.Array:
+        """Split a block of text into lines (LF, CRLF or CR endings) and normalize them."""
+        return self.normalize(split_lines(text), counts)
 
     def normalize_words(self, words: list[str]) -> list[str]:
         """Normalize already tokenized words (one per entry), keeping their count."""
@@ -80,7 +82,18 @@ class Language:
 
 
 @functools.cache
-def get_language(code: str) -> Language:
+def get_language(code: str, user_dict: str | None = None) -> Language:
+    """The language of ``code``; ``user_dict``: a jieba user dictionary (Mandarin only)."""
+    language = _module(code).LANGUAGE
+    if user_dict is not None:
+        configure = getattr(_module(code), "with_user_dict", None)
+        if configure is None:
+            raise ValueError(f"user_dict: only Mandarin (zh) segments with a user dictionary, not {code!r}")
+        language = configure(user_dict)
+    return language
+
+
+def _module(code: str):
     if not code or not code.isidentifier() or code.startswith("_"):
         raise UnknownLanguageError(f"unknown language code {code!r}; available: {', '.join(available_languages())}")
     try:
@@ -91,7 +104,7 @@ def get_language(code: str) -> Language:
         raise UnknownLanguageError(
             f"unknown language code {code!r}; available: {', '.join(available_languages())}"
         ) from None
-    return module.LANGUAGE
+    return module
 
 
 def available_languages() -> list[str]:

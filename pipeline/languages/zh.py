@@ -8,14 +8,14 @@ but a few real lines, where it keeps a Latin or digit run joined by ``.`` or ``-
 labeller would read as a sentence end or a comma; tests/test_languages.py compares the two
 on the IWSLT and FLORES zh text.
 
-A user dictionary in jieba's format (``word [freq] [tag]`` per line) can be given with
-the environment variable ``PUNCT_JIEBA_USER_DICT``.
+A user dictionary in jieba's format (``word [freq] [tag]`` per line) is a corpus option
+(``user_dict`` in the registry, ``--user-dict`` on the command line): a param and a DVC dependency.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
 import re
 
 from . import Language
@@ -64,10 +64,17 @@ def normalize_block(text: str) -> str:
     return _ASCII_MARK_AFTER_HAN.sub(lambda m: _HALF_TO_FULL[m.group(1)], text)
 
 
-def tokenize(line: str) -> list[str]:
+def tokenize(line: str, user_dict: str | None = None) -> list[str]:
     """jieba words; whitespace is a separator and never a token."""
-    jieba = segmenter(os.environ.get("PUNCT_JIEBA_USER_DICT") or None)
+    jieba = segmenter(user_dict)
     return [w for w in jieba.cut(line, True) if w.strip()]
+
+
+def with_user_dict(path: str) -> Language:
+    """Mandarin segmented with jieba's dictionary plus the user dictionary at ``path`` (read now:
+    an unreadable file is an error naming it)."""
+    segmenter(path)
+    return dataclasses.replace(LANGUAGE, tokenize=functools.partial(tokenize, user_dict=path))
 
 
 LANGUAGE = Language(

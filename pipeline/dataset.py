@@ -1,0 +1,162 @@
+"""Datasets as folders of parts, cut into shards and written shard by shard.
+
+A dataset is a folder of ``part-NNNNN.parquet`` files plus a manifest (``_punct.json``);
+``pyarrow``, ``pandas``, ``datasets.load_dataset("parquet", data_files=".../*.parquet")`` and
+Spark read it as it is.  A stage over a dataset is a step mapped over its shards: row ranges
+that never cut a document (:func:`row_shards`).  Each shard's step runs in a worker, which
+writes that shard's part itself, so no process holds more than one shard and the driver only
+gathers counts; part ``i`` is written by the same code from the same rows whatever the engine,
+so the bytes do not depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import io
+from .executor import Executor
+from .step import Counts, StepResult, total
+
+
+@dataclass(frozen=True)
+class RowShard:
+    """Rows [start, stop) of one Parquet file (a file, or one part of a dataset folder); ``source``:
+    which of the inputs of the stage it comes from."""
+
+    path: str
+    index: int
+    start: int
+    stop: int
+    source: int = 0
+
+
+def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
+    """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where
+    a document ends.
+
+    A streaming scan of the ``doc_id`` column only.  A document's rows must be contiguous (every
+    stage writes them so); a document that runs over from one part file into the next is an
+    error, since a step sees whole documents."""
+    if rows_per_shard < 1:
+        raise ValueError("rows_per_shard must be at least 1")
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    shards: list[RowShard] = []
+    for source, path in enumerate(paths):
+        previous_last: tuple[str, str] | None = None
+        for file in map(str, io.parquet_files(path)):
+            reader = io.open_parquet(file)
+            if "doc_id" not in reader.schema_arrow.names:
+                raise io.InputError(f"{file}: not a segment table (no doc_id column)")
+            start, row, last = 0, 0, None
+            for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
+                docs = batch.column(0)
+                if row == 0 and len(docs) and previous_last and previous_last[1] == docs[0].as_py():
+                    raise io.InputError(
+                        f"{file}: document {docs[0].as_py()!r} continues from {previous_last[0]}: "
+                        "a document must lie in one part file"
+                    )
+                # rows where a new document starts: only there may a shard end
+                values = docs.to_numpy(zero_copy_only=False)
+                starts = (values[1:] != values[:-1]).nonzero()[0] + 1
+                first_new = 0 if (last is None or values[0] != last) else None
+                candidates = ([0] if first_new == 0 else []) + starts.tolist()
+                for offset in candidates:
+                    here = row + offset
+                    if here - start >= rows_per_shard:
+                        shards.append(RowShard(file, len(shards), start, here, source))
+                        start = here
+                last = values[-1] if len(values) else last
+                row += len(values)
+            if row > start:
+                shards.append(RowShard(file, len(shards), start, row, source))
+            previous_last = (file, last) if last is not None else previous_last
+    return shards
+
+
+def read_rows(shard: RowShard, columns: list[str] | None = None) -> pa.Table:
+    """The shard's rows, reading only the row groups that hold them."""
+    reader = io.open_parquet(shard.path)
+    groups, first_row, row = [], None, 0
+    for g in range(reader.metadata.num_row_groups):
+        n = reader.metadata.row_group(g).num_rows
+        if row + n > shard.start and row < shard.stop:
+            groups.append(g)
+            first_row = row if first_row is None else first_row
+        row += n
+    schema = reader.schema_arrow
+    if not groups:
+        empty = schema.empty_table()
+        return empty.select(columns) if columns else empty
+    table = reader.read_row_groups(groups, columns=columns)
+    return table.slice(shard.start - first_row, shard.stop - shard.start)
+
+
+def read_segments(shard: RowShard) -> pa.Table:
+    """The shard's rows in the segment schema."""
+    return io.conform_segments(read_rows(shard), shard.path)
+
+
+def part_name(index: int) -> str:
+    return f"part-{index:05d}.parquet"
+
+
+@dataclass
+class ShardResult:
+    index: int
+    rows: int
+    words: int
+    counts: Counts
+    payload: Any = None
+
+
+class WriteParts:
+    """Picklable wrapper: one shard through ``step`` into ``folder/part-NNNNN.parquet`` (when the
+    step returns a table), the counts back to the driver."""
+
+    def __init__(self, step, folder: str | os.PathLike | None):
+        self.step, self.folder = step, None if folder is None else str(folder)
+
+    def __call__(self, shard) -> ShardResult:
+        result = self.step(shard)
+        if not isinstance(result, StepResult):
+            result = StepResult(result)
+        table, rows, words = result.table, 0, 0
+        if table is not None:
+            if self.folder is None:
+                raise ValueError("a step returned a table but the stage writes no dataset")
+            io.write_parquet(table, Path(self.folder) / part_name(shard.index))
+            rows = table.num_rows
+            if rows and "words" in table.column_names:
+                words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0)
+        return ShardResult(shard.index, rows, words, result.counts, result.payload)
+
+
+def run_step(
+    runner: Executor, step, shards: list, folder: str | os.PathLike | None = None, label: str | None = None
+) -> list[ShardResult]:
+    """``step`` over every shard on ``runner``; parts written into ``folder`` (a staging folder)."""
+    return runner.map(WriteParts(step, folder), shards, label=label)
+
+
+def finish(folder: str | os.PathLike, kind: str, results: list[ShardResult], **extra) -> dict:
+    """Write the dataset's manifest from its parts' results; returns it."""
+    manifest = {
+        "kind": kind,
+        "parts": len(results),
+        "rows": sum(r.rows for r in results),
+        "words": sum(r.words for r in results),
+        **extra,
+    }
+    io.write_manifest(Path(folder), manifest)
+    return manifest
+
+
+def counts_of(results: list[ShardResult]) -> Counts:
+    return total(r.counts for r in results)

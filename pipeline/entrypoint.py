@@ -1,0 +1,75 @@
+"""What every entry point (the command line, the DVC stages) does the same way: logging, one-line
+errors with exit status 2, signals.
+
+:func:`run` wraps a ``main`` so any expected failure (bad params, bad input, an output that cannot
+be written, a model that cannot be loaded) is one line on stderr naming the file or key and the
+problem, exit 2, and a SIGTERM ends it through the same path (its staging removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+from .io import InputError, OutputError, exit_cleanly_on_signals
+from .params import ParamsError
+
+#: failures that are the user's input, params or disk, not a bug: one line, exit 2
+EXPECTED = (ParamsError, InputError, OutputError, ValueError, OSError)
+
+
+def add_logging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more progress detail")
+    parser.add_argument("-q", "--quiet", action="store_true", help="errors and warnings only")
+
+
+def setup_logging(args) -> None:
+    level = (
+        logging.WARNING
+        if getattr(args, "quiet", False)
+        else logging.DEBUG
+        if getattr(args, "verbose", 0)
+        else logging.INFO
+    )
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr, force=True)
+    for noisy in ("distributed", "tornado", "asyncio", "urllib3", "filelock", "fsspec"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _record_imports() -> None:
+    """With PUNCT_RECORD_IMPORTS=FILE, list the project files this process imported (the DVC deps test)."""
+    target = os.environ.get("PUNCT_RECORD_IMPORTS")
+    if not target:
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project's root
+
+    def dump():
+        files = sorted(
+            os.path.relpath(m.__file__, root)
+            for m in list(sys.modules.values())
+            if getattr(m, "__file__", None) and os.path.abspath(m.__file__).startswith(root + os.sep)
+        )
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"argv": sys.argv, "files": files}) + "\n")
+
+    atexit.register(dump)
+
+
+def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> int:
+    """``main(argv)`` with the error policy of every entry point."""
+    exit_cleanly_on_signals()
+    _record_imports()
+    try:
+        return main(argv) or 0
+    except EXPECTED as exc:
+        message = str(exc) if not isinstance(exc, OSError) or not exc.filename else f"{exc.filename}: {exc.strerror}"
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,204 @@
+"""Ingest: raw corpus files -> a segment dataset, through a reader plugin, on any engine.
+
+Readers are plugins found by name in the entry-point group ``punct_corpora.readers`` (this
+project's five are declared in its pyproject; another package can add its own).  A reader
+module defines:
+
+* ``Options``: a pydantic model of its options (unknown keys refused; the defaults live there);
+* ``read(shard, language, corpus, options) -> StepResult``: one shard to segments and counts;
+* optionally ``shards(files, options, lines_per_shard)``: how its files are cut (default: a
+  shard per file; line-oriented readers cut byte ranges of lines).
+
+:func:`ingest` is the one ingest: the CLI, the DVC stage and the tests call it, and the
+in-memory :func:`ingest_table` runs the same step over the same shards, so a sharded run and an
+in-memory reading give the same rows and the same counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import os
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict
+
+from . import io
+from .dataset import counts_of, finish, run_step
+from .executor import executor
+from .schema import SCHEMA_NAME, concat
+from .step import Counts, StepResult
+
+log = logging.getLogger(__name__)
+READER_GROUP = "punct_corpora.readers"
+
+
+@functools.cache
+def readers() -> dict[str, str]:
+    """Reader name -> module, from the installed entry points."""
+    found = {ep.name: ep.value for ep in entry_points(group=READER_GROUP)}
+    if not found:
+        raise RuntimeError(
+            f"no corpus readers are registered (entry-point group {READER_GROUP}): install the project "
+            "(`pip install -e .`, which `make setup` does)"
+        )
+    return found
+
+
+def get_reader(name: str) -> ModuleType:
+    try:
+        module = readers()[name]
+    except KeyError:
+        raise ValueError(f"unknown reader {name!r}; available: {', '.join(sorted(readers()))}") from None
+    return importlib.import_module(module)
+
+
+@dataclass(frozen=True)
+class FileShard:
+    """A whole input file."""
+
+    path: str
+    index: int
+
+
+def file_shards(files) -> list[FileShard]:
+    return [FileShard(str(path), i) for i, path in enumerate(files)]
+
+
+class ReaderOptions(BaseModel):
+    """Base of every reader's options: unknown keys and wrong types are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class IngestStep:
+    """Picklable: one shard through the reader, then (``spoken``) the spoken-form step."""
+
+    def __init__(
+        self, reader: str, lang: str, corpus: str, options, spoken: bool = False, user_dict: str | None = None
+    ):
+        self.reader, self.lang, self.corpus, self.options, self.spoken = reader, lang, corpus, options, spoken
+        self.user_dict = user_dict
+
+    def __call__(self, shard) -> StepResult:
+        from .languages import get_language
+
+        module = get_reader(self.reader)
+        language = get_language(self.lang, self.user_dict)
+        result = module.read(shard, language, self.corpus, self.options)
+        if self.spoken and result.table is not None and result.table.num_rows:
+            from .spoken import speak_table
+            from .verbalize import get_verbalizer
+
+            result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang))
+            result.counts.stats.update(spoken_counts)
+        table = result.table
+        result.counts.stats["segments"] += table.num_rows
+        result.counts.stats["words"] += int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0)
+        result.counts.stats["cased_words"] += int(
+            pc.sum(pc.not_equal(pc.list_flatten(table["case"]), "O")).as_py() or 0
+        )
+        return result
+
+
+def validate_options(reader: str, options: dict | None):
+    """The reader's options model from a dict (pydantic errors propagate; the params module words them)."""
+    return get_reader(reader).Options.model_validate(options or {})
+
+
+def plan(
+    reader: str, inputs, lang: str, options, lines_per_shard: int, glob: str = "*", user_dict: str | None = None
+) -> tuple[list, list[Path], Counts]:
+    """The shards of an ingest, the input files, and the counts of directory entries not read."""
+    from .languages import get_language
+
+    get_language(lang, user_dict)  # an unknown language (or an unreadable dictionary) fails here
+    skipped: dict = {}
+    files: list[Path] = []
+    for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
+        files += io.input_files(source, glob, skipped)
+    module = get_reader(reader)
+    if hasattr(module, "shards"):
+        shards = module.shards(files, options, lines_per_shard)
+    else:
+        shards = file_shards(files)
+    counts = Counts()
+    for reason, n in skipped.items():
+        counts.dropped[f"input_entry_skipped:{reason}"] += n
+    return shards, files, counts
+
+
+def report_of(reader: str, lang: str, corpus: str, counts: Counts) -> dict:
+    if counts.stats["words"] and not counts.stats["cased_words"]:
+        counts.notes.add(
+            "no word of the source is capitalized (a lowercased source, or a script without case): "
+            "every case label is O"
+        )
+    return {"corpus": corpus, "reader": reader, "lang": lang, **counts.report()}
+
+
+def ingest(
+    reader: str,
+    inputs,
+    lang: str,
+    corpus: str,
+    out: str | os.PathLike,
+    stats: str | os.PathLike | None = None,
+    options=None,
+    spoken: bool = False,
+    glob: str = "*",
+    user_dict: str | None = None,
+    engine: str = "local",
+    workers: int = 0,
+    scheduler: str | None = None,
+    lines_per_shard: int = 100_000,
+) -> dict:
+    """Read ``inputs`` with ``reader`` into the segment dataset ``out`` (a folder of parts) and its
+    counts into ``stats``; both appear together or not at all.  Returns the report."""
+    if not hasattr(options, "model_dump"):
+        options = validate_options(reader, options)
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
+    inputs_read = files + ([Path(user_dict)] if user_dict else [])
+    with io.Outputs(inputs=inputs_read) as outputs:
+        folder = outputs.dataset(out)
+        stats_path = outputs.file(stats) if stats else None
+        with executor(engine, workers, scheduler) as runner:
+            log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
+            results = run_step(runner, step, shards, folder, label=f"ingest {corpus}")
+        counts.add(counts_of(results))
+        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        report = report_of(reader, lang, corpus, counts)
+        if stats_path is not None:
+            io.write_json_in_place(report, stats_path)
+    return report
+
+
+def ingest_table(
+    reader: str,
+    inputs,
+    lang: str,
+    corpus: str,
+    options=None,
+    spoken: bool = False,
+    glob: str = "*",
+    user_dict: str | None = None,
+    lines_per_shard: int = 100_000,
+) -> tuple[pa.Table, dict]:
+    """The same ingest in memory: the segment table and the report (for small data and tests)."""
+    if not hasattr(options, "model_dump"):
+        options = validate_options(reader, options)
+    shards, _, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
+    tables = []
+    for shard in shards:
+        result = step(shard)
+        tables.append(result.table)
+        counts.add(result.counts)
+    return concat(tables), report_of(reader, lang, corpus, counts)

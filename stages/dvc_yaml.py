@@ -1,0 +1,379 @@
+"""Generate the DVC pipeline (``dvc.yaml``) from a params file: one stage per entry, every path on
+the command line, and deps that are exactly what the stage runs.
+
+Code deps come from the stage module's imports, followed through the project's packages (an
+import inside a function counts: it may run).  Packages whose modules are chosen at run time
+(readers, languages, grammars, g2p) are left out of that walk and added per entry: the entry's
+reader, its language's module, the grammars only when it speaks numbers.  Data deps are the
+entry's inputs, its language's lexicons and any file its params name (a jieba dictionary, an
+outlet list, a confusable vocabulary).
+
+``python -m stages.dvc_yaml`` writes ``dvc.yaml`` (from ``params.yaml``) and ``real/dvc.yaml``
+(from ``real/params.yaml``, run from the project root with ``wdir: ..``); ``--check`` fails if
+either differs from what it would write (a test runs it).  ``make repro`` regenerates first, so
+adding an entry to the params file is all it takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import functools
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("pipeline", "corpora", "stages")
+
+
+@functools.cache
+def chosen_at_run_time() -> frozenset[str]:
+    """Modules a stage loads by name from its params (a reader, a language, a grammar, a g2p) or only
+    for some entries (the spoken-form step): the import walk leaves them out, the entry adds them."""
+    from pipeline.ingest import readers
+    from pipeline.languages import available_languages
+
+    names = {*readers().values(), "pipeline.spoken", "pipeline.verbalize"}
+    names |= {f"pipeline.languages.{code}" for code in available_languages()}
+    names |= {
+        f"pipeline.verbalize.{p.stem}" for p in (ROOT / "pipeline/verbalize").glob("*.py") if p.stem != "__init__"
+    }
+    names |= {f"pipeline.g2p.{p.stem}" for p in (ROOT / "pipeline/g2p").glob("*.py") if p.stem != "__init__"}
+    return frozenset(names)
+
+
+def _module_file(name: str) -> Path | None:
+    path = ROOT / Path(*name.split("."))
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return None
+
+
+def _imports(name: str) -> set[str]:
+    """Project modules imported anywhere in module ``name`` (its package's __init__ included)."""
+    file = _module_file(name)
+    package = name if file is not None and file.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        for target in targets:
+            if target.split(".")[0] in PACKAGES and _module_file(target) is not None:
+                found.add(target)
+    parts = name.split(".")
+    found |= {".".join(parts[:k]) for k in range(1, len(parts)) if _module_file(".".join(parts[:k]))}
+    return found
+
+
+@functools.cache
+def closure(*modules: str) -> tuple[str, ...]:
+    """The files of ``modules`` and of every project module they import, but the modules chosen at
+    run time that are not among ``modules`` (:func:`chosen_at_run_time`)."""
+    seen: set[str] = set()
+    todo = list(modules)
+    chosen = chosen_at_run_time()
+    files = set()
+    skip = chosen - set(modules)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        # a chosen module's own imports are static (the transcript reader uses the text reader's code)
+        todo += [m for m in _imports(name) if m not in seen and (name in chosen or m not in skip)]
+        if name == "pipeline.lexicon":  # it finds its data through the lexicons package
+            files.add("lexicons/__init__.py")
+    return tuple(sorted({str(_module_file(m).relative_to(ROOT)) for m in seen} | files))
+
+
+def _language_modules(lang: str) -> list[str]:
+    return [f"pipeline.languages.{lang}"]
+
+
+def _grammar_modules(lang: str) -> list[str]:
+    """The verbalizer and the language's grammar, if it has one."""
+    own = f"pipeline.verbalize.{lang}"
+    return ["pipeline.verbalize", *([own] if _module_file(own) else [])]
+
+
+def _g2p_modules(lang: str) -> list[str]:
+    from pipeline.g2p import g2p_module
+
+    return ["pipeline.g2p", g2p_module(lang)]
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _deps(*groups) -> list[str]:
+    out: list[str] = []
+    for group in groups:
+        for item in group:
+            if item and item not in out and not _under(item, [d for d in out if not d.endswith(".py")]):
+                out.append(item)
+    return out
+
+
+class Layout:
+    """Where a pipeline's files go, relative to the directory DVC runs the commands in."""
+
+    def __init__(self, params: str, data: str, reports: str, lexicons: str, models: str, wdir: str | None):
+        self.params, self.data, self.reports, self.lexicons, self.models, self.wdir = (
+            params,
+            data,
+            reports,
+            lexicons,
+            models,
+            wdir,
+        )
+
+    def segments(self, name: str) -> str:
+        return f"{self.data}/segments/{name}.parquet"
+
+    def dataset(self, name: str, part: str) -> str:
+        return f"{self.data}/datasets/{name}/{part}"
+
+
+def _lexicon_dirs(lang: str) -> list[str]:
+    return ["lexicons/common", *([f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [])]
+
+
+def stages(params, layout: Layout) -> dict:
+    """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`)."""
+    out: dict[str, dict] = {}
+    p, data = layout.params, layout.data
+
+    def stage(name, cmd, deps, outs, param_keys=(), extra=None):
+        body = {}
+        if layout.wdir:
+            body["wdir"] = layout.wdir
+        body["cmd"] = cmd
+        body["deps"] = deps
+        if param_keys:
+            body["params"] = [{p: list(param_keys)}] if p != "params.yaml" else list(param_keys)
+        body["outs"] = outs
+        body.update(extra or {})
+        out[name] = body
+
+    def nocache(path):
+        return {path: {"cache": False}}
+
+    from pipeline.ingest import readers
+
+    for name, entry in params.corpus_entries.items():
+        modules = ["stages.ingest", readers()[entry.reader], *_language_modules(entry.lang)]
+        if entry.spoken:
+            modules += [*_grammar_modules(entry.lang), "pipeline.spoken"]
+        files = [entry.user_dict, entry.model_dump().get("sources")]
+        stage(
+            f"ingest-{name}",
+            f"python -m stages.ingest {name} --params {p} --out {layout.segments(name)} "
+            f"--stats {data}/stats/{name}.json",
+            _deps([entry.input], closure(*modules), _lexicon_dirs(entry.lang), [f for f in files if f]),
+            [layout.segments(name), nocache(f"{data}/stats/{name}.json")],
+            [f"corpora.{name}"],
+        )
+    for name, entry in params.alignments.items():
+        lang = entry.lang or params.corpus_entries[entry.hyp].lang
+        modules = ["stages.align", *_grammar_modules(lang)]
+        ref, hyp = layout.segments(entry.ref), layout.segments(entry.hyp)
+        stage(
+            f"align-{name}",
+            f"python -m stages.align {name} --params {p} --ref {ref} --hyp {hyp} --out {layout.segments(name)} "
+            f"--report {data}/alignment/{name}.json",
+            _deps([ref, hyp], closure(*modules), [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else []),
+            [layout.segments(name), nocache(f"{data}/alignment/{name}.json")],
+            [f"alignments.{name}"],
+        )
+    for name, entry in params.confusables.items():
+        vocab = layout.segments(entry.corpus) if entry.corpus else entry.word_list
+        target = f"{layout.lexicons}/confusables/{name}.parquet"
+        stage(
+            f"confusables-{name}",
+            f"python -m stages.confusables {name} --params {p} --vocab {vocab} --out {target} "
+            f"--report {data}/confusables/{name}.json",
+            _deps([vocab], closure("stages.confusables", *_g2p_modules(entry.lang)), _lexicon_dirs(entry.lang)),
+            [target, nocache(f"{data}/confusables/{name}.json")],
+            [f"confusables.{name}"],
+        )
+    for name, entry in params.datasets.items():
+        d = functools.partial(layout.dataset, name)
+        fixed = [*entry.split.test_corpora, *entry.split.fixed]
+        stage(
+            f"split-{name}",
+            f"python -m stages.split {name} --params {p} --segments-dir {data}/segments "
+            f"--out {d('split.parquet')} --report {d('split_report.json')}",
+            _deps([layout.segments(c) for c in [*entry.corpora, *fixed]], closure("stages.split")),
+            [d("split.parquet"), nocache(d("split_report.json"))],
+            [f"datasets.{name}.corpora", f"datasets.{name}.split"],
+        )
+        augment = entry.oversample.augment
+        confusables = (
+            f"{layout.lexicons}/confusables/{augment.confusables}.parquet" if augment and augment.confusables else None
+        )
+        stage(
+            f"oversample-{name}",
+            f"python -m stages.oversample {name} --params {p} --in {d('split.parquet')} "
+            f"--out {d('oversampled.parquet')} --augmented {d('augmented.parquet')} "
+            f"--report {d('oversample_report.json')}" + (f" --confusables {confusables}" if confusables else ""),
+            _deps([d("split.parquet"), confusables], closure("stages.oversample")),
+            [d("oversampled.parquet"), d("augmented.parquet"), nocache(d("oversample_report.json"))],
+            [f"datasets.{name}.oversample", f"datasets.{name}.split.seed"],
+        )
+        stage(
+            f"sequences-{name}",
+            f"python -m stages.sequences {name} --params {p} --in {d('oversampled.parquet')} "
+            f"--out {d('sequences.parquet')} --tokenizer {d('tokenizer')} --report {d('report.json')} "
+            f"--reports {d('split_report.json')} {d('oversample_report.json')}",
+            _deps(
+                [d("oversampled.parquet"), d("split_report.json"), d("oversample_report.json")],
+                closure("stages.sequences"),
+            ),
+            [d("sequences.parquet"), d("tokenizer"), nocache(d("report.json"))],
+            [f"datasets.{name}.sequences"],
+        )
+        if entry.export.formats:
+            stage(
+                f"export-{name}",
+                f"python -m stages.export {name} --params {p} --in {d('oversampled.parquet')} --out {d('export')}",
+                _deps([d("oversampled.parquet")], closure("stages.export")),
+                [d("export")],
+                [f"datasets.{name}.export"],
+            )
+    for name, entry in params.train_entries.items():
+        dataset = entry["dataset"] if isinstance(entry, dict) else entry.dataset
+        d = functools.partial(layout.dataset, dataset)
+        reports = layout.reports
+        stage(
+            f"train-{name}",
+            f"python -m stages.train {name} --params {p} --data-dir {data} --models-dir {layout.models} "
+            f"--reports-dir {reports}",
+            _deps([d("oversampled.parquet"), d("sequences.parquet"), d("tokenizer")], closure("stages.train")),
+            [f"{layout.models}/{name}"],
+            [f"train.{name}"],
+            {
+                "metrics": [nocache(f"{reports}/train_{name}.json")],
+                "plots": [
+                    {f"{reports}/train_{name}_steps.csv": {"cache": False, "x": "step", "y": "loss"}},
+                    {
+                        f"{reports}/train_{name}_confusion.csv": {
+                            "cache": False,
+                            "template": "confusion_normalized",
+                            "x": "predicted",
+                            "y": "actual",
+                        }
+                    },
+                ],
+            },
+        )
+    segments = [layout.segments(n) for n in params.segment_names()]
+    reports = layout.reports
+    stage(
+        "audit",
+        f"python -m stages.audit --params {p} --data-dir {data} --out {reports}",
+        _deps(
+            segments,
+            [f"{data}/alignment/{n}.json" for n in params.alignments],
+            [layout.dataset(n, "report.json") for n in params.datasets],
+            closure("stages.audit"),
+        ),
+        [nocache(f"{reports}/audit.html"), nocache(f"{reports}/table1.md")],
+        extra={
+            "metrics": [nocache(f"{reports}/audit.json")],
+            "plots": [
+                {
+                    f"{reports}/label_shares.csv": {
+                        "cache": False,
+                        "x": "label",
+                        "y": "share",
+                        "template": "bar_horizontal",
+                    }
+                },
+                {
+                    f"{reports}/case_shares.csv": {
+                        "cache": False,
+                        "x": "case",
+                        "y": "share",
+                        "template": "bar_horizontal",
+                    }
+                },
+                {
+                    f"{reports}/sentence_lengths.csv": {
+                        "cache": False,
+                        "x": "sentence_length",
+                        "y": "sentences",
+                        "template": "bar_horizontal_sorted",
+                    }
+                },
+            ],
+        },
+    )
+    return out
+
+
+PIPELINES = {
+    "dvc.yaml": (
+        "params.yaml",
+        Layout("params.yaml", "data", "reports", "lexicons", "models", None),
+        "# The default pipeline over the embedded samples, generated from params.yaml by\n"
+        "# `python -m stages.dvc_yaml` (make repro runs it): do not edit, edit params.yaml.\n",
+    ),
+    "real/dvc.yaml": (
+        "real/params.yaml",
+        Layout("real/params.yaml", "real/data", "real/reports", "real/lexicons", "real/models", ".."),
+        "# The real-corpora pipeline (../shared/corpora), generated from real/params.yaml by\n"
+        "# `python -m stages.dvc_yaml`: do not edit.  Run from the project root: `make repro-real`.\n",
+    ),
+}
+
+
+def render(target: str) -> str:
+    from pipeline.params import load
+
+    params_file, layout, header = PIPELINES[target]
+    body = yaml.safe_dump({"stages": stages(load(ROOT / params_file), layout)}, sort_keys=False, width=120)
+    return header + body
+
+
+def main(argv=None) -> int:
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="fail if a dvc.yaml differs from what would be written")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)  # paths in the params files are relative to the project root
+    stale = []
+    for target in PIPELINES:
+        text = render(target)
+        path = ROOT / target
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != text:
+            if args.check:
+                stale.append(target)
+            else:
+                path.write_text(text, encoding="utf-8")
+                print(f"wrote {target}", file=sys.stderr)
+    if stale:
+        print(
+            f"error: {', '.join(stale)} out of date with the params: run `python -m stages.dvc_yaml`", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    from pipeline.entrypoint import run
+
+    sys.exit(run(main))

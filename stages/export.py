@@ -1,0 +1,41 @@
+"""DVC stage: a dataset's segments in other tools' formats (``datasets.<name>.export``): one folder per
+format under ``--out`` (``nemo/``, ``tsv/``, ``hf/``), see :mod:`pipeline.export`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pipeline import io
+from pipeline import params as P
+from pipeline.export import export_datasets
+from stages.common import add_logging_options, run, setup_logging
+
+log = logging.getLogger("stages.export")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", help="name of the dataset in the params file")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--in", dest="input", required=True, help="the dataset's segments (oversampled.parquet)")
+    parser.add_argument("--out", required=True, help="output folder (one subfolder per format)")
+    add_logging_options(parser)
+    args = parser.parse_args(argv)
+    setup_logging(args)
+    params = P.load(args.params, [("datasets", args.name)])
+    if args.name not in params.datasets:
+        raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
+    entry = params.datasets[args.name].export
+    with io.Outputs(inputs=[args.input]) as outputs:
+        folder = outputs.dataset(args.out)
+        for fmt in entry.formats:
+            splits = export_datasets([args.input], fmt, folder / fmt, case_column=entry.case_column)
+            log.info("export %s: %s (%s)", args.name, fmt, ", ".join(splits))
+        io.write_manifest(folder, {"kind": "exports", "formats": list(entry.formats)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))

@@ -1,0 +1,38 @@
+"""DVC stage: a dataset's corpora -> ``split.parquet`` (document-level splits, filters, duplicates)
+and its report (``datasets.<name>.split`` in the params file).  Streams over shards."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from pipeline.splits import SplitInput, split_dataset
+from stages.common import add_logging_options, dataset_entry, run, setup_logging
+
+log = logging.getLogger("stages.split")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", help="name of the dataset in the params file")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--segments-dir", default="data/segments", help="where the corpora's segment datasets are")
+    parser.add_argument("--out", required=True, help="output dataset (a folder of parts)")
+    parser.add_argument("--report", required=True, help="output report (JSON)")
+    add_logging_options(parser)
+    args = parser.parse_args(argv)
+    setup_logging(args)
+    params, entry = dataset_entry(args)
+    segments = Path(args.segments_dir)
+    fixed = {**dict.fromkeys(entry.split.test_corpora, "test"), **entry.split.fixed}
+    inputs = [SplitInput(c, str(segments / f"{c}.parquet")) for c in entry.corpora]
+    inputs += [SplitInput(c, str(segments / f"{c}.parquet"), split) for c, split in fixed.items()]
+    report = split_dataset(inputs, entry.split, args.out, args.report, params.engine_for(entry.engine))
+    log.info("split %s: %s", args.name, ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, int)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))
