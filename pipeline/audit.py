@@ -394,16 +394,29 @@ def _in_several_splits(overlap: hashsets.Overlap, pairs) -> int:
     return sum(n for mask, n in overlap.masks.items() if sum(1 for bits in split_bits.values() if mask & bits) > 1)
 
 
-def audit(tables: list[pa.Table], drift_threshold: float = 1.0, expected_splits: tuple[str, ...] = ()) -> dict:
-    """The audit of tables held in memory (the same aggregation as over shards)."""
+def audit(
+    tables: list[pa.Table],
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+    with_histograms: bool = False,
+):
+    """The audit of tables held in memory (the same aggregation as over shards); with the
+    sentence-length histograms if ``with_histograms``."""
     from .executor import executor
 
     shards = [TableShard(t, i) for i, t in enumerate(tables) if t.num_rows]
     with tempfile.TemporaryDirectory(prefix="punct-audit-") as folder, executor("inline") as runner:
-        result, _ = aggregate(runner, shards, folder, drift_threshold=drift_threshold, expected_splits=expected_splits)
-    if not result and any(t.num_rows == 0 for t in tables):
-        result["(empty)"] = _summary(Tally(), 0, 0, [])
-    return result
+        result, histograms = aggregate(
+            runner, shards, folder, drift_threshold=drift_threshold, expected_splits=expected_splits
+        )
+    if any(t.num_rows == 0 for t in tables):
+        result["(empty)"] = empty_summary()
+    return (result, histograms) if with_histograms else result
+
+
+def empty_summary() -> dict:
+    """The summary of a dataset with no rows."""
+    return _summary(Tally(), 0, 0, [])
 
 
 def audit_datasets(

@@ -148,11 +148,12 @@ class _Copies:
 class _Write:
     """Pass 3: the shard's rows with the copies sent to it inserted; augmentation copies of its train rows."""
 
-    def __init__(self, folder, augment, seed, train_before, vocabulary, confusables, augmented_folder):
+    def __init__(self, folder, augment, seed, train_before, vocabulary, confusables, augmented_folder, n_shards):
         self.folder = None if folder is None else str(folder)
         self.augment, self.seed = augment, seed
         self.train_before, self.vocabulary, self.confusables = train_before, vocabulary, confusables
         self.augmented_folder = None if augmented_folder is None else str(augmented_folder)
+        self.n_shards = n_shards
 
     def _incoming(self, shard: RowShard) -> pa.Table | None:
         where = Path(self.folder) / f"{shard.index:05d}" if self.folder else None
@@ -175,19 +176,20 @@ class _Write:
         counts.stats["train_questions"] += int(
             pc.sum(pc.equal(pc.list_flatten(train["labels"]), "QUESTION")).as_py() or 0
         )
-        copies = []
-        if self.augment is not None:
-            from .augment import augmented
+        # copy c of shard i is part c * shards + i: read in order, the parts give copy 0 of all of
+        # train, then copy 1..., whatever the sharding
+        for copy in range(self.augment["copies"] if self.augment is not None else 1):
+            if self.augment is not None:
+                from .augment import augmented
 
-            first = self.train_before[shard.index]
-            copies = [
-                augmented(train, self.augment, copy, self.seed, self.vocabulary, self.confusables, first_index=first)
-                for copy in range(self.augment["copies"])
-            ]
-        augmented_table = concat(copies)
-        counts.stats["augmented_rows"] += augmented_table.num_rows
-        counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(augmented_table["words"])).as_py() or 0)
-        io.write_parquet(augmented_table, Path(self.augmented_folder) / f"part-{shard.index:05d}.parquet")
+                first = self.train_before[shard.index]
+                part = augmented(train, self.augment, copy, self.seed, self.vocabulary, self.confusables, first)
+            else:
+                part = concat([])
+            counts.stats["augmented_rows"] += part.num_rows
+            counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
+            name = f"part-{copy * self.n_shards + shard.index:05d}.parquet"
+            io.write_parquet(part, Path(self.augmented_folder) / name)
         return StepResult(table, counts)
 
 
@@ -329,11 +331,22 @@ def oversample_dataset(
                     from .augment import load_confusables
 
                     confusable_words = load_confusables(confusables)
-            write = _Write(copies_folder, augment, seed, train_before, vocabulary, confusable_words, augmented_folder)
+            write = _Write(
+                copies_folder, augment, seed, train_before, vocabulary, confusable_words, augmented_folder, len(shards)
+            )
             results = run_step(runner, write, shards, folder, label="oversample")
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)
-        finish(augmented_folder, "segments", [_Augmented(r) for r in results], schema=SCHEMA_NAME)
+        io.write_manifest(
+            Path(augmented_folder),
+            {
+                "kind": "segments",
+                "parts": len(shards) * (augment["copies"] if augment else 1),
+                "rows": int(counts.stats["augmented_rows"]),
+                "words": int(counts.stats["augmented_words"]),
+                "schema": SCHEMA_NAME,
+            },
+        )
         out_report: dict = {}
         stats = counts.stats
         if target:
@@ -352,11 +365,3 @@ def oversample_dataset(
             }
         io.write_json_in_place(out_report, Path(report_path))
     return out_report
-
-
-class _Augmented:
-    """The augmented part's sizes, as a shard result for its manifest."""
-
-    def __init__(self, result):
-        self.rows = result.counts.stats["augmented_rows"]
-        self.words = result.counts.stats["augmented_words"]

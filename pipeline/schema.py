@@ -122,7 +122,7 @@ def _check_per_word(table: pa.Table, column: str, where: str, lengths) -> None:
     mismatch = pc.not_equal(lengths, other)
     if pc.any(mismatch).as_py():
         row = pc.index(mismatch, True).as_py()
-        raise SchemaError(f"{where}: row {row} has {lengths[row]} words but {other[row]} {column} values")
+        raise SchemaError(f"{where}: row {row} has {lengths[row]} words but {other[row]} {column}")
 
 
 def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None:
@@ -130,7 +130,8 @@ def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None
     unknown = pc.invert(pc.is_in(flat, value_set=pa.array(allowed)))
     if pc.any(unknown).as_py():
         bad = flat.filter(unknown)[0].as_py()
-        raise SchemaError(f"{where}: unknown {column} label {bad!r} (expected one of {', '.join(allowed)})")
+        what = "label" if column == "labels" else f"{column} label"
+        raise SchemaError(f"{where}: unknown {what} {bad!r} (expected one of {', '.join(allowed)})")
 
 
 def validate(table: pa.Table, where: str = "segment table") -> None:

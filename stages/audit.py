@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline import io
 from pipeline import params as P
-from pipeline.audit import audit_datasets
+from pipeline.audit import audit_datasets, empty_summary
 from pipeline.executor import executor
 from pipeline.reports import with_reports, write_outputs
 from stages.common import add_logging_options, run, setup_logging
@@ -23,7 +23,7 @@ from stages.common import add_logging_options, run, setup_logging
 log = logging.getLogger("stages.audit")
 
 
-def main(argv=None) -> int:
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--data-dir", default="data", help="where segments/, alignment/ and datasets/ are")
@@ -45,6 +45,8 @@ def main(argv=None) -> int:
             engine.shard_rows,
             drift_threshold=args.drift_threshold,
         )
+    for name in names:  # a corpus with no rows is reported, not left out
+        result.setdefault(name, empty_summary())
     alignments = {name: data / "alignment" / f"{name}.json" for name in params.alignments}
     datasets = {name: data / "datasets" / name / "report.json" for name in params.datasets}
     result = with_reports(result, alignments, datasets)
@@ -53,5 +55,10 @@ def main(argv=None) -> int:
     return 0
 
 
+def main(argv=None) -> int:
+    """The stage with the error policy of every entry point: one line and exit 2 on bad input."""
+    return run(_main, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run(main))
+    sys.exit(main())

@@ -14,7 +14,7 @@ from stages.common import add_logging_options, dataset_entry, run, setup_logging
 log = logging.getLogger("stages.sequences")
 
 
-def main(argv=None) -> int:
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
     parser.add_argument("--params", default="params.yaml")
@@ -40,5 +40,10 @@ def main(argv=None) -> int:
     return 0
 
 
+def main(argv=None) -> int:
+    """The stage with the error policy of every entry point: one line and exit 2 on bad input."""
+    return run(_main, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run(main))
+    sys.exit(main())

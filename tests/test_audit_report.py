@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 from corpora import get_reader
-from pipeline.audit import audit, report_html, table1_markdown
+from pipeline.audit import audit
+from pipeline.report_html import report_html, table1_markdown
+from pipeline.reports import write_outputs
 from pipeline.schema import segments_table
-from stages.audit import write_outputs
 
 # Alam et al. 2020, Table 1 rows (as printed) and Table 2 (mean, std)
 TABLE_1 = {
@@ -132,7 +133,7 @@ def test_html_report_in_headless_chromium(tmp_path, root):
         get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks").table,
         get_reader("text")([root / "corpora/samples/bn/news.txt"], lang="bn", corpus="bangla").table,
     ]
-    write_outputs(tables, tmp_path)
+    write_outputs(*audit(tables, with_histograms=True), tmp_path)
     page = tmp_path / "audit.html"
     html = page.read_text()
     assert html.count('class="chart"') == 4  # label shares and sentence lengths, two datasets

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.cli import build_parser, main
 
-COMMANDS = ["ingest", "audit", "align", "confusables", "punctuate"]
+COMMANDS = ["ingest", "audit", "align", "confusables", "export", "punctuate"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -14,7 +14,7 @@ def test_every_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
     assert exc.value.code == 0
-    assert "usage: python -m pipeline " + command in capsys.readouterr().out
+    assert "usage: punct-corpora " + command in capsys.readouterr().out
 
 
 def test_commands_listed():

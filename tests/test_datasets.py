@@ -1,26 +1,23 @@
 """From labelled segments to model-ready datasets: splits, oversampling, augmentation, sequences, exports."""
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.datasets import write_dataset
+from support.reference import build_sequences_reference
 
 from corpora import get_reader
 from pipeline.augment import alam, three_r
-from pipeline.io import write_parquet
-from pipeline.schema import segments_table
-from pipeline.sequences import build_sequences, export_nemo, export_tsv, train_tokenizer, words_from_sequences
-from pipeline.splits import (
-    apply_splits,
-    assign_splits,
-    drop_train_duplicates,
-    duplicates_across_splits,
-    oversample_questions,
-    question_share,
-)
+from pipeline.export import export_datasets
+from pipeline.io import read_segments
+from pipeline.oversample import oversample_dataset
+from pipeline.params import OversampleParams, SplitParams
+from pipeline.schema import segments_table, with_column
+from pipeline.sequences import build_sequences, train_tokenizer, words_from_sequences
+from pipeline.splits import SplitInput, split_dataset
 
 
 @pytest.fixture(scope="module")
@@ -34,25 +31,75 @@ def news(shared):
     ).table
 
 
-def test_splits_are_stable_and_disjoint(news):
-    docs = sorted(set(news["doc_id"].to_pylist()))
-    first = assign_splits(docs, ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=5)
-    again = assign_splits(list(reversed(docs)), ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=5)
-    assert first == again
-    more = assign_splits(docs + [f"new-{i}" for i in range(50)], ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=5)
-    assert all(more[d] == first[d] for d in docs)  # old documents keep their split
-    counts = Counter(first.values())
-    assert abs(counts["train"] / len(docs) - 0.8) < 0.08
-    table = apply_splits(news, first)
-    per_doc = {}
+def _split(tables, params: dict, tmp_path, name="out", fixed=None):
+    inputs = []
+    for i, table in enumerate(tables):
+        folder = write_dataset(table, tmp_path / f"in-{name}-{i}", parts=2)
+        inputs.append(SplitInput(f"c{i}", str(folder), (fixed or {}).get(i)))
+    report = split_dataset(inputs, SplitParams.model_validate(params), tmp_path / name, tmp_path / f"{name}.json")
+    return read_segments(tmp_path / name), report
+
+
+def _doc_splits(table):
+    out = {}
     for d, s in zip(table["doc_id"].to_pylist(), table["split"].to_pylist()):
-        per_doc.setdefault(d, set()).add(s)
-    assert all(len(s) == 1 for s in per_doc.values())
-    by_count = assign_splits(docs, counts={"train": 200, "dev": 50, "test": 20}, seed=5)
-    assert Counter(by_count.values()) == Counter({"train": 200, "dev": 50, "test": 20, None: len(docs) - 270})
+        out.setdefault(d, set()).add(s)
+    return out
 
 
-def test_duplicate_report_and_drop():
+def test_splits_are_stable_and_disjoint(news, tmp_path):
+    ratios = {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 5}
+    first, _ = _split([news], ratios, tmp_path, "first")
+    per_doc = _doc_splits(first)
+    assert all(len(s) == 1 for s in per_doc.values())  # a document lies in one split
+    # old documents keep their split when others are added
+    extra = segments_table("x", "bn", [f"new-{i}" for i in range(50)], [0] * 50, [["ক"]] * 50, [["PERIOD"]] * 50)
+    more, _ = _split([news, extra], ratios, tmp_path, "more")
+    again = _doc_splits(more)
+    assert all(again[d] == per_doc[d] for d in per_doc)
+    counts = Counter(next(iter(s)) for s in per_doc.values())
+    assert abs(counts["train"] / len(per_doc) - 0.8) < 0.08
+    by_count, report = _split([news], {"counts": {"train": 200, "dev": 50, "test": 20}, "seed": 5}, tmp_path, "n")
+    docs = Counter(next(iter(s)) for s in _doc_splits(by_count).values())
+    assert docs == Counter({"train": 200, "dev": 50, "test": 20})
+    assert report["documents_beyond_counts"] == len(per_doc) - 270  # every document left out is reported
+
+
+def test_split_counts_match_the_rule_on_any_sharding(news, tmp_path):
+    """Count splits take documents in hash order: the first 20 by (hash, id) go to train, whatever the shards."""
+    from pipeline.splits import doc_hash
+
+    table, _ = _split([news], {"counts": {"train": 20, "dev": 5}, "seed": 9}, tmp_path)
+    docs = sorted(set(news["doc_id"].to_pylist()), key=lambda d: (doc_hash(d, 9), d))
+    expected = {**dict.fromkeys(docs[:20], "train"), **dict.fromkeys(docs[20:25], "dev")}
+    assert {d: next(iter(s)) for d, s in _doc_splits(table).items()} == expected
+
+
+def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
+    """Gupta 2021: each stratum (the marks a line has) cut by the ratios in hash order."""
+    from pipeline.splits import doc_hash, marks_of
+
+    lines = get_reader("text")(
+        [shared / "indic/flores/hin_Deva.devtest"], lang="hi", corpus="h", doc_boundary="line", quoting="csv"
+    ).table
+    params = {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 21, "stratify": True, "min_marks": 1}
+    table, report = _split([lines], params, tmp_path)
+    assert report["segments_without_marks_dropped"] == sum(
+        1 for labels in lines["labels"].to_pylist() if all(l == "O" for l in labels)
+    )
+    strata = {}
+    for doc, labels in zip(lines["doc_id"].to_pylist(), lines["labels"].to_pylist()):
+        if any(l != "O" for l in labels):
+            strata.setdefault(marks_of(labels), []).append(doc)
+    got = {d: next(iter(s)) for d, s in _doc_splits(table).items()}
+    for members in strata.values():
+        order = sorted(members, key=lambda d: (doc_hash(d, 21), d))
+        n = len(order)
+        cut1, cut2 = round(0.8 * n), round(0.9 * n)
+        assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
+
+
+def test_duplicate_report_and_drop(tmp_path):
     table = segments_table(
         "c",
         "en",
@@ -60,23 +107,37 @@ def test_duplicate_report_and_drop():
         [0, 0, 0],
         [["hello", "there"], ["hello", "there"], ["bye"]],
         [["O", "PERIOD"], ["O", "PERIOD"], ["PERIOD"]],
-        ["train", "test", "dev"],
     )
-    assert duplicates_across_splits(table) == Counter({"test+train": 1})
-    kept, dropped = drop_train_duplicates(table)
-    assert dropped == 1 and kept["split"].to_pylist() == ["test", "dev"]
+    fixed = {0: "train", 1: "test", 2: "dev"}
+    parts = [table.slice(i, 1) for i in range(3)]
+    _kept, report = _split(parts, {}, tmp_path, "keep", fixed)
+    assert report["duplicates_across_splits"] == {"test+train": 1}
+    dropped, report = _split(parts, {"drop_train_duplicates": True}, tmp_path, "drop", fixed)
+    assert report["train_duplicates_dropped"] == 1 and dropped["split"].to_pylist() == ["test", "dev"]
 
 
-def test_question_oversampling_train_only(news):
-    table = apply_splits(
-        news, assign_splits(news["doc_id"].to_pylist(), ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=1)
+def test_question_oversampling_train_only(news, tmp_path):
+    table, _ = _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
+    report = oversample_dataset(
+        tmp_path / "split",
+        OversampleParams(question_share=0.02),
+        3,
+        tmp_path / "over",
+        tmp_path / "aug",
+        tmp_path / "over.json",
     )
-    before_rest = table.filter(pc.not_equal(table["split"], "train"))
-    out, report = oversample_questions(table, 0.02, seed=3)
+    out = read_segments(tmp_path / "over")
     train = out.filter(pc.equal(out["split"], "train"))
-    assert abs(question_share(train) - 0.02) < 0.005
-    assert report["inserted"] > 0 and report["after"] == pytest.approx(question_share(train), abs=1e-6)
-    assert out.filter(pc.not_equal(out["split"], "train")).equals(before_rest)  # dev/test untouched
+    flat = pc.list_flatten(train["labels"])
+    share = pc.sum(pc.equal(flat, "QUESTION")).as_py() / len(flat)
+    assert abs(share - 0.02) < 0.002 and report["oversampling"]["after"] == pytest.approx(share, abs=1e-6)
+    assert report["oversampling"]["inserted"] > 0
+    rest = table.filter(pc.not_equal(table["split"], "train"))
+    assert out.filter(pc.not_equal(out["split"], "train")).equals(rest)  # dev/test untouched
+    # every copy is a question sentence of train, inside a train document of its language
+    assert (
+        train.num_rows == table.filter(pc.equal(table["split"], "train")).num_rows + report["oversampling"]["inserted"]
+    )
 
 
 def test_augmentation_rates_on_100k_words():
@@ -125,7 +186,7 @@ def test_rwd_forward_label_rule_table_i():
 @pytest.fixture(scope="module")
 def dev_sample(shared):
     table = get_reader("tsv")([shared / "iwslt_en/dev2012.tsv"], lang="en", corpus="dev").table.slice(0, 600)
-    return table.set_column(table.schema.get_field_index("split"), "split", pa.array(["train"] * 600))
+    return with_column(table, "split", pa.array(["train"] * 600))
 
 
 @pytest.mark.parametrize(
@@ -134,6 +195,10 @@ def dev_sample(shared):
 def test_sequences_fit_and_reconstruct(dev_sample, mode, stride, slot):
     tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
     sequences, _counts = build_sequences(dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot)
+    reference, _ = build_sequences_reference(
+        dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot
+    )
+    assert sequences.equals(reference)  # the vectorized packing is the plain rule
     assert max(len(ids) for ids in sequences["input_ids"].to_pylist()) <= 48
     recovered = words_from_sequences(sequences, tokenizer)[("dev2012", "train")]
     gold = [l for labels in dev_sample["labels"].to_pylist() for l in labels]
@@ -146,48 +211,13 @@ def test_sequences_fit_and_reconstruct(dev_sample, mode, stride, slot):
 
 
 def test_exports_round_trip(dev_sample, tmp_path):
-    tsv = tmp_path / "dev.tsv"
-    tsv.write_text(export_tsv(dev_sample))
-    back = get_reader("tsv")([tsv], lang="en", corpus="dev").table
+    write_dataset(dev_sample, tmp_path / "dev")
+    export_datasets([tmp_path / "dev"], "tsv", tmp_path / "tsv")
+    back = get_reader("tsv")([tmp_path / "tsv/train.tsv"], lang="en", corpus="dev").table
     assert back["words"].to_pylist() == dev_sample["words"].to_pylist()
     assert back["labels"].to_pylist() == dev_sample["labels"].to_pylist()
-    text, labels = export_nemo(dev_sample)
-    assert len(text.splitlines()) == len(labels.splitlines()) == dev_sample.num_rows
-    assert all(len(t.split()) == len(l.split()) for t, l in zip(text.splitlines(), labels.splitlines()))
-    import datasets
-
-    tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=500)
-    sequences, _ = build_sequences(dev_sample, tokenizer, max_len=64)
-    write_parquet(sequences, tmp_path / "seq.parquet")
-    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "seq.parquet"), split="train")
-    assert loaded.num_rows == sequences.num_rows
-    assert str(loaded.features["labels"].feature.dtype) == "int16"
-    assert loaded[0]["input_ids"] == sequences["input_ids"][0].as_py()
-
-
-def test_corpus_tokenizer_is_the_same_every_run(dev_sample, tmp_path):
-    """The trained tokenizer is a stage output: the same words must give the same file, in any process
-    (the WordPiece trainer of `tokenizers` does not: huggingface/tokenizers#1794)."""
-    import subprocess
-    import sys
-
-    words = [w for ws in dev_sample["words"].to_pylist() for w in ws]
-    (tmp_path / "words.txt").write_text("\n".join(words), encoding="utf-8")
-    script = (
-        "import sys; from pipeline.sequences import train_tokenizer; "
-        "words = open(sys.argv[1], encoding='utf-8').read().split('\\n'); "
-        "print(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str())"
-    )
-    runs = {
-        subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path / "words.txt")],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent.parent,
-        ).stdout
-        for _ in range(3)
-    }
-    runs.add(train_tokenizer(iter(words), vocab_size=1500).backend_tokenizer.to_str() + "\n")
-    assert len(runs) == 1
-    assert len(train_tokenizer(iter(words), vocab_size=1500)) == 1500
+    export_datasets([tmp_path / "dev"], "nemo", tmp_path / "nemo")
+    text = (tmp_path / "nemo/train/text.txt").read_text().splitlines()
+    labels = (tmp_path / "nemo/train/labels.txt").read_text().splitlines()
+    assert len(text) == len(labels) == dev_sample.num_rows
+    assert all(len(t.split()) == len(l.split()) for t, l in zip(text, labels))

@@ -1,20 +1,18 @@
-"""Sharded streaming stages: local process pool and Dask give byte-identical output; a killed worker."""
+"""Sharded ingest: every reader through the same step on any engine gives the in-memory reader's
+rows and counts, the same bytes from the local pool (1 or 2 workers) and Dask; a killed worker; a
+failure leaves nothing."""
 
-import hashlib
 import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from support.datasets import digests
 
-from pipeline.engine import IngestTextStep, line_shards, run_sharded
-from pipeline.io import read_segments
-
-
-def digests(folder: Path) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.parquet"))}
+from pipeline.ingest import IngestStep, ingest, ingest_table, plan
+from pipeline.io import read_json, read_segments
+from pipeline.textfiles import line_shards
 
 
 @pytest.fixture(scope="module")
@@ -24,26 +22,91 @@ def hindi(shared):
 
 def test_shards_cover_every_line_once(hindi):
     shards = line_shards(hindi, 250)
-    total_lines = sum(len(p.read_bytes().splitlines()) for p in hindi)
     assert sum(s.stop_byte - s.start_byte for s in shards) == sum(p.stat().st_size for p in hindi)
     assert len(shards) == sum(-(-len(p.read_bytes().splitlines()) // 250) for p in hindi)
-    assert total_lines > 2500
+    assert [s.index for s in shards] == list(range(len(shards)))
+
+
+# every reader over a real corpus, with the options it is used with
+READERS = {
+    "text": ("hi", "indic/flores/hin_Deva.devtest", {"doc_boundary": "line", "quoting": "csv"}),
+    "text-blank": ("en", "iwslt_zh/iwslt2010_dev_zh.txt", {}),  # stands in: blank-line documents over shards
+    "transcript": ("zh", "iwslt_zh/iwslt2011_test_zh.txt", {}),
+    "tsv": ("bn", "bangla", {}),
+    "ted_xml": ("en", "iwslt_en_raw", {}),
+    "news_json": ("ms", "malay_news", {"sources": "lexicons/ms/news_sources.tsv"}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_every_reader_sharded_equals_in_memory(shared, tmp_path, name, root, monkeypatch):
+    monkeypatch.chdir(root)
+    reader = name.split("-")[0]
+    lang, source, options = READERS[name]
+    if name == "text-blank":
+        lang = "zh"
+    path = shared / source
+    glob = "*.json" if reader == "news_json" else "*"
+    table, report = ingest_table(reader, [path], lang, "c", options, spoken=reader == "news_json", glob=glob)
+    out = {}
+    for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
+        out[run] = ingest(
+            reader,
+            [path],
+            lang,
+            "c",
+            tmp_path / run,
+            tmp_path / f"{run}.json",
+            options,
+            spoken=reader == "news_json",
+            glob=glob,
+            engine=engine,
+            workers=workers,
+            lines_per_shard=97,
+        )
+    assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
+    assert out["one"] == out["two"] == out["dask"] == report == read_json(tmp_path / "one.json")
+    sharded = read_segments(tmp_path / "one")
+    assert sharded.equals(table)
+    assert table.num_rows > 100 and report["words"] > 1000
+
+
+def test_blank_line_documents_numbered_across_shards(tmp_path):
+    text = "One. Two.\n\n\nThree?\nFour!\n\n\u200b\nFive.\r\nSix.\rSeven.\n"
+    path = tmp_path / "doc.txt"
+    path.write_text(text, encoding="utf-8")
+    whole, report = ingest_table("text", [path], "en", "c", lines_per_shard=1000)
+    for size in (1, 2, 3, 5):
+        table, sharded_report = ingest_table("text", [path], "en", "c", lines_per_shard=size)
+        assert table.equals(whole) and sharded_report == report, size
+    assert whole["doc_id"].to_pylist() == ["doc#0", "doc#2", "doc#2", "doc#4", "doc#4", "doc#4"]
+    assert whole["seg_id"].to_pylist() == [0, 0, 1, 0, 1, 2]
+    assert report["blank_lines"] == 4 and report["lines"] == 10
 
 
 def test_local_and_dask_identical(hindi, tmp_path):
-    shards = line_shards(hindi, 400)
-    step = IngestTextStep("hi", "hindi")
-    one = run_sharded(step, shards, tmp_path / "one", engine="local", workers=1)
-    two = run_sharded(step, shards, tmp_path / "two", engine="local", workers=2)
-    dask = run_sharded(step, shards, tmp_path / "dask", engine="dask", workers=2)
+    runs = {}
+    for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
+        runs[run] = ingest(
+            "text",
+            hindi,
+            "hi",
+            "hindi",
+            tmp_path / run,
+            options={"doc_boundary": "line"},
+            engine=engine,
+            workers=workers,
+            lines_per_shard=400,
+        )
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
-    assert one == two == dask
-    table = read_segments(next((tmp_path / "one").glob("part-00000.parquet")))
-    assert table.num_rows > 0 and table["doc_id"][0].as_py() == "hin_Deva.devtest:1"
-    assert sum(r["words"] for r in one) > 50_000
+    assert runs["one"] == runs["two"] == runs["dask"]
+    assert len(list((tmp_path / "one").glob("part-*.parquet"))) > 5
+    table = read_segments(tmp_path / "one")
+    assert table["doc_id"][0].as_py() == "hin_Deva#0" and runs["one"]["words"] > 50_000
 
 
-class SlowStep(IngestTextStep):
+class SlowStep(IngestStep):
     def __call__(self, shard):
         time.sleep(0.4)
         return super().__call__(shard)
@@ -52,9 +115,14 @@ class SlowStep(IngestTextStep):
 def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     from distributed import Client, LocalCluster
 
-    shards = line_shards(hindi, 200)
+    from pipeline.dataset import finish, run_step
+    from pipeline.executor import DaskExecutor
+    from pipeline.ingest import validate_options
+
+    options = validate_options("text", {"doc_boundary": "line"})
+    shards, _, _ = plan("text", hindi, "hi", options, 200)
     reference = tmp_path / "reference"
-    run_sharded(IngestTextStep("hi", "hindi"), shards, reference, engine="local", workers=1)
+    ingest("text", hindi, "hi", "hindi", reference, options=options, workers=1, lines_per_shard=200)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50)
     client = Client(cluster)
     try:
@@ -67,63 +135,60 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
         killer = threading.Thread(target=kill_one)
         killer.start()
         out = tmp_path / "killed"
+        out.mkdir()
+        runner = DaskExecutor(2, cluster.scheduler_address)
         try:
-            run_sharded(SlowStep("hi", "hindi"), shards, out, engine="dask", scheduler=cluster.scheduler_address)
+            results = run_step(runner, SlowStep("text", "hi", "hindi", options), shards, out)
+            finish(out, "segments", results, schema="punct-segments/2")
             completed = True
         except Exception:
             completed = False
+        finally:
+            runner.client.close()
         killer.join()
-        if completed:
-            assert digests(out) == digests(reference)  # the killed worker's shards were recomputed
-        else:
-            assert not out.exists()  # failed cleanly: nothing partial
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".killed")]  # no staging left
-        rerun = tmp_path / "rerun"
-        run_sharded(IngestTextStep("hi", "hindi"), shards, rerun, engine="dask", scheduler=cluster.scheduler_address)
-        assert digests(rerun) == digests(reference)
+        if completed:  # the killed worker's shards were recomputed on the other
+            assert digests(out) == digests(reference)
     finally:
         client.close()
         cluster.close()
 
 
-class Broken(IngestTextStep):
+class Broken(IngestStep):
     def __call__(self, shard):
         if shard.index == 3:
             raise RuntimeError("disk on fire")
         return super().__call__(shard)
 
 
-def test_failure_leaves_nothing(tmp_path, hindi):
+def test_failure_leaves_nothing(tmp_path, hindi, monkeypatch):
+    import pipeline.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "IngestStep", Broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        run_sharded(Broken("hi", "hindi"), line_shards(hindi, 300), tmp_path / "out", engine="local", workers=2)
+        ingest("text", hindi, "hi", "hindi", tmp_path / "out", tmp_path / "out.json", workers=2, lines_per_shard=300)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_ingest_stage_with_an_engine(tmp_path, shared, root):
-    """A registry entry with `engine:` writes a directory of shards that every reader accepts."""
-    import yaml
+    """A registry entry with an engine section writes the same dataset as the in-memory reader."""
+    from support.datasets import write_params
 
-    from stages import ingest
+    from corpora import get_reader
+    from stages import ingest as stage
 
-    params = tmp_path / "params.yaml"
+    source = shared / "indic/flores/tam_Taml.devtest"
     entry = {
         "reader": "text",
         "lang": "ta",
-        "input": str(shared / "indic/flores/tam_Taml.devtest"),
+        "input": str(source),
+        "doc_boundary": "line",
         "quoting": "csv",
-        "engine": "local",
-        "workers": 2,
-        "shard_lines": 300,
+        "engine": {"engine": "local", "workers": 2, "shard_lines": 300},
     }
-    params.write_text(yaml.safe_dump({"corpora": {"tamil": entry}}))
-    assert ingest.main(["tamil", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 0
+    params = write_params(tmp_path / "params.yaml", {"corpora": {"tamil": entry}})
     out = tmp_path / "data/segments/tamil.parquet"
-    assert out.is_dir() and len(list(out.glob("part-*.parquet"))) == 4
-    from corpora import get_reader
-
-    direct = get_reader("text")(
-        [shared / "indic/flores/tam_Taml.devtest"], lang="ta", corpus="tamil", doc_boundary="line", quoting="csv"
-    ).table
-    sharded = read_segments(out)
-    assert sharded["words"].to_pylist() == direct["words"].to_pylist()
-    assert sharded["labels"].to_pylist() == direct["labels"].to_pylist()
+    args = ["tamil", "--params", str(params), "--out", str(out), "--stats", str(tmp_path / "data/stats/tamil.json")]
+    assert stage.main(args) == 0
+    assert len(list(out.glob("part-*.parquet"))) == 4
+    direct = get_reader("text")([source], lang="ta", corpus="tamil", doc_boundary="line", quoting="csv").table
+    assert read_segments(out).equals(direct)

@@ -1,23 +1,25 @@
-"""Align and sequences as sharded stages: the same output as the unsharded functions, the same bytes
-from the local pool (1 or 2 workers) and Dask, whole-corpus checks before anything is written."""
+"""Every stage after ingest, sharded: the same output as one shard (or the in-memory function), the
+same bytes from the local pool (1 or 2 workers) and Dask, whole-corpus checks before anything is
+written, documents never cut."""
 
-import hashlib
 import itertools
-from pathlib import Path
+import json
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.datasets import digests, write_dataset
 
-from pipeline.align import AlignmentError, align_tables
-from pipeline.engine import align_sharded, read_row_shard, row_shards, sequences_sharded
+from pipeline.align import AlignmentError, align_datasets, align_tables
+from pipeline.dataset import read_rows, row_shards
 from pipeline.io import InputError, read_segments, write_parquet
-from pipeline.schema import concat, segments_table
-from pipeline.sequences import build_sequences, train_tokenizer
+from pipeline.oversample import oversample_dataset
+from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
+from pipeline.schema import concat, segments_table, with_column
+from pipeline.sequences import build_sequences, sequences_dataset, train_tokenizer
+from pipeline.splits import SplitInput, split_dataset
 
-
-def digests(folder: Path) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.parquet"))}
+ENGINES = (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2))
 
 
 def asr_like(table: pa.Table) -> pa.Table:
@@ -32,30 +34,22 @@ def asr_like(table: pa.Table) -> pa.Table:
                 continue
             out.append("uh" if position % 17 == 0 else w)
         words.append(out)
-    return segments_table(
-        "talks_asr",
-        "en",
-        table["doc_id"],
-        table["seg_id"],
-        pa.array(words, pa.list_(pa.string())),
-        pa.array([["O"] * len(w) for w in words], pa.list_(pa.string())),
-    )
+    labels = pa.array([["O"] * len(w) for w in words], pa.list_(pa.string()))
+    return segments_table("talks_asr", "en", table["doc_id"], table["seg_id"], pa.array(words), labels)
 
 
 @pytest.fixture(scope="module")
 def talks(shared, tmp_path_factory):
-    """Real TED talks (16 documents): the reference as a sharded directory (a part per talk), the
-    hypothesis as one file."""
+    """Real TED talks (16 documents): the reference as a dataset of a part per talk, the hypothesis
+    as one part."""
     from corpora import get_reader
 
     files = sorted((shared / "iwslt_en_raw").glob("*.xml"))
     ref = get_reader("ted_xml")(files, lang="en", corpus="talks").table
     folder = tmp_path_factory.mktemp("talks")
-    docs = list(dict.fromkeys(ref["doc_id"].to_pylist()))
-    for i, doc in enumerate(docs):
-        write_parquet(ref.filter(pc.equal(ref["doc_id"], doc)), folder / "ref.parquet" / f"part-{i:05d}.parquet")
+    write_dataset(ref, folder / "ref.parquet", by_doc=True)
     hyp = asr_like(ref)
-    write_parquet(hyp, folder / "hyp.parquet")
+    write_dataset(hyp, folder / "hyp.parquet")
     return folder, ref, hyp
 
 
@@ -63,7 +57,7 @@ def test_row_shards_never_split_a_document(talks):
     folder, _ref, hyp = talks
     shards = row_shards(folder / "hyp.parquet", 100)
     assert len(shards) > 5
-    tables = [read_row_shard(s) for s in shards]
+    tables = [read_rows(s) for s in shards]
     assert sum(t.num_rows for t in tables) == hyp.num_rows
     docs_per_shard = [set(t["doc_id"].to_pylist()) for t in tables]
     for a, b in itertools.pairwise(docs_per_shard):
@@ -71,154 +65,169 @@ def test_row_shards_never_split_a_document(talks):
     assert concat(tables)["words"].to_pylist() == hyp["words"].to_pylist()
 
 
-def test_align_sharded_equals_unsharded_on_every_engine(talks, tmp_path):
+def test_align_sharded_equals_in_memory_on_every_engine(talks, tmp_path):
     folder, ref, hyp = talks
     from pipeline.verbalize import verbalizer_or_none
 
     whole, whole_report = align_tables(ref, hyp, corpus="aligned", workers=1, verbalizer=verbalizer_or_none("en"))
-    runs = {}
-    for name, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        runs[name] = align_sharded(
+    for name, engine, workers in ENGINES:
+        report = align_datasets(
             folder / "ref.parquet",
             folder / "hyp.parquet",
             tmp_path / name,
+            tmp_path / f"{name}.json",
             lang="en",
             corpus="aligned",
-            engine=engine,
-            workers=workers,
-            shard_rows=150,
+            engine=EngineParams(engine=engine, workers=workers, shard_rows=150),
         )
+        assert report == whole_report
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
-    assert len(digests(tmp_path / "one")) == runs["one"]["shards"] > 3
-    sharded = read_segments(tmp_path / "one")
-    assert sharded["labels"].to_pylist() == whole["labels"].to_pylist()
-    assert sharded["words"].to_pylist() == hyp["words"].to_pylist()
-    for report in runs.values():
-        same = {k: v for k, v in report.items() if k not in ("engine", "shards")}
-        assert same == whole_report
+    assert len(list((tmp_path / "one").glob("part-*"))) > 3
+    assert read_segments(tmp_path / "one").equals(whole)
     assert 0.05 < whole_report["wer"]["wer"] < 0.2 and whole_report["marks"]["transferred"] > 1000
 
 
-def test_align_sharded_checks_the_whole_corpus_before_writing(talks, tmp_path):
+def test_align_checks_the_whole_corpus_before_writing(talks, tmp_path):
     folder, _ref, hyp = talks
+    engine = EngineParams(workers=2, shard_rows=150)
     with pytest.raises(AlignmentError, match=r"exceeds 0\.01"):
-        align_sharded(
+        align_datasets(
             folder / "ref.parquet",
             folder / "hyp.parquet",
             tmp_path / "out",
+            tmp_path / "r.json",
             lang="en",
             max_wer=0.01,
-            workers=2,
-            shard_rows=150,
+            engine=engine,
         )
-    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []  # no output, no staging, no lock left
     stray = segments_table("x", "en", ["no-such-talk"], [0], [["hello", "world"]], [["O", "O"]])
-    write_parquet(concat([hyp, stray]), tmp_path / "stray.parquet")
+    write_dataset(concat([hyp, stray]), tmp_path / "stray.parquet")
     with pytest.raises(AlignmentError, match="no-such-talk"):
-        align_sharded(folder / "ref.parquet", tmp_path / "stray.parquet", tmp_path / "out", lang="en", workers=1)
-    assert not (tmp_path / "out").exists()
+        align_datasets(
+            folder / "ref.parquet",
+            tmp_path / "stray.parquet",
+            tmp_path / "out",
+            tmp_path / "r.json",
+            lang="en",
+            engine=engine,
+        )
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.json").exists()
+
+
+def test_align_by_order_across_shards(talks, tmp_path):
+    """Documents paired by position, however the hypothesis is sharded."""
+    folder, ref, hyp = talks
+    renamed = with_column(hyp, "doc_id", pc.binary_join_element_wise("asr-", hyp["doc_id"], ""))
+    write_dataset(renamed, tmp_path / "hyp.parquet")
+    from pipeline.verbalize import verbalizer_or_none
+
+    expected, _ = align_tables(ref, renamed, pair_by="order", verbalizer=verbalizer_or_none("en"))
+    align_datasets(
+        folder / "ref.parquet",
+        tmp_path / "hyp.parquet",
+        tmp_path / "out",
+        tmp_path / "r.json",
+        pair_by="order",
+        corpus="talks_asr",
+        engine=EngineParams(workers=2, shard_rows=120),
+    )
+    assert read_segments(tmp_path / "out")["labels"].to_pylist() == expected["labels"].to_pylist()
 
 
 def test_a_document_across_part_files_is_refused(talks, tmp_path):
     _folder, _ref, hyp = talks
     first = hyp.slice(0, 10)
+    (tmp_path / "d").mkdir()
     write_parquet(first.slice(0, 5), tmp_path / "d" / "part-00000.parquet")
     write_parquet(first.slice(5), tmp_path / "d" / "part-00001.parquet")
     with pytest.raises(InputError, match="continues from"):
         row_shards(tmp_path / "d", 100)
 
 
-def test_sequences_sharded_equal_unsharded_on_every_engine(talks, tmp_path):
-    """Chunks pack consecutive segments of a talk, so shards must hold whole talks."""
-    import pyarrow.parquet as pq
-
+def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
+    """Chunks pack consecutive segments of a talk; shards hold whole talks, so any sharding gives
+    the in-memory sequences."""
     _folder, ref, _hyp = talks
-    table = ref.set_column(ref.schema.get_field_index("split"), "split", pa.array(["train"] * ref.num_rows))
-    write_parquet(table, tmp_path / "segments.parquet")
-    tokenizer = train_tokenizer(iter(pc.list_flatten(table["words"]).to_pylist()), vocab_size=3000, lowercase=True)
-    tokenizer.save_pretrained(str(tmp_path / "tokenizer"))
-    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8)
-    results = {}
-    for name, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        results[name] = sequences_sharded(
+    table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
+    write_dataset(table, tmp_path / "segments.parquet", by_doc=True)
+    params = SequencesParams(tokenizer="train", vocab_size=3000, lowercase=True, max_len=128, stride=8)
+    for name, engine, workers in ENGINES:
+        report = sequences_dataset(
             tmp_path / "segments.parquet",
-            tmp_path / "tokenizer",
+            params,
             tmp_path / name,
-            engine=engine,
-            workers=workers,
-            shard_rows=300,
-            max_len=128,
-            stride=8,
+            tmp_path / f"tok-{name}",
+            tmp_path / f"{name}.json",
+            "talks",
+            engine=EngineParams(engine=engine, workers=workers, shard_rows=300),
         )
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
-    sharded = pq.read_table(tmp_path / "one")
-    assert results["one"]["shards"] > 3
-    assert sharded.to_pylist() == whole.to_pylist()
-    assert {k: results["one"][k] for k in counts} == dict(counts) and counts["chunks"] > 300
+    assert digests(tmp_path / "tok-one") == digests(tmp_path / "tok-dask")
+    tokenizer = train_tokenizer(iter(pc.list_flatten(table["words"]).to_pylist()), vocab_size=3000, lowercase=True)
+    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8)
+    assert read_segments_plain(tmp_path / "one").equals(whole)
+    assert report["sequences"] == dict(counts) and counts["chunks"] > 300
 
 
-def test_align_and_sequences_stages_with_an_engine(talks, tmp_path):
-    """Registry entries with `engine:` give sharded outputs equal to the unsharded stages' outputs."""
-    import shutil
-
+def read_segments_plain(path):
     import pyarrow.parquet as pq
-    import yaml
 
-    from stages import align, dataset
-
-    folder, _ref, _hyp = talks
-    data = tmp_path / "data"
-    shutil.copytree(folder / "ref.parquet", data / "segments/talks.parquet")
-    shutil.copy(folder / "hyp.parquet", data / "segments/talks_asr.parquet")
-    sequences = {"tokenizer": "train", "vocab_size": 2000, "max_len": 96}
-    params = {
-        "alignments": {
-            "plain": {"ref": "talks", "hyp": "talks_asr", "lang": "en"},
-            "sharded": {
-                "ref": "talks",
-                "hyp": "talks_asr",
-                "lang": "en",
-                "engine": "local",
-                "workers": 2,
-                "shard_rows": 200,
-            },
-            "by_order": {"ref": "talks", "hyp": "talks_asr", "pair_by": "order", "engine": "local"},
-        },
-        "datasets": {
-            "plain": {
-                "corpora": ["sharded"],
-                "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
-                "oversample": {},
-                "sequences": sequences,
-            },
-            "sharded": {
-                "corpora": ["sharded"],
-                "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}},
-                "oversample": {},
-                "sequences": {**sequences, "engine": "dask", "workers": 2, "shard_rows": 200},
-            },
-        },
-    }
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    common = ["--params", str(tmp_path / "params.yaml"), "--data-dir", str(data)]
-    assert align.main(["plain", *common]) == 0
-    assert align.main(["sharded", *common]) == 0
-    assert align.main(["by_order", *common]) == 2  # refused: shards pair documents by id
-    assert (data / "segments/sharded.parquet").is_dir()
-    plain, sharded = read_segments(data / "segments/plain.parquet"), read_segments(data / "segments/sharded.parquet")
-    assert sharded["labels"].to_pylist() == plain["labels"].to_pylist()
-    import json
-
-    reports = [json.loads((data / f"alignment/{n}.json").read_text()) for n in ("plain", "sharded")]
-    assert reports[1]["wer"] == reports[0]["wer"] and reports[1]["labels_after"] == reports[0]["labels_after"]
-    for name in ("plain", "sharded"):
-        assert dataset.main([name, *common]) == 0
-    out = data / "datasets"
-    assert (out / "sharded/sequences.parquet").is_dir()
-    assert (
-        pq.read_table(out / "sharded/sequences.parquet").to_pylist()
-        == pq.read_table(out / "plain/sequences.parquet").to_pylist()
+    return (
+        pq.read_table(path)
+        .replace_schema_metadata(None)
+        .cast(__import__("pipeline.sequences", fromlist=["SEQUENCE_SCHEMA"]).SEQUENCE_SCHEMA)
     )
+
+
+@pytest.mark.slow
+def test_split_oversample_same_on_every_sharding_and_engine(shared, tmp_path):
+    """The dataset stages over the Malay news: shards of 300 rows on each engine give the rows of one
+    shard of everything, and the same bytes on every engine."""
+    from corpora import get_reader
+
+    news = get_reader("news_json")(
+        sorted((shared / "malay_news").glob("*.json")),
+        lang="ms",
+        corpus="malay",
+        sources="lexicons/ms/news_sources.tsv",
+        spoken=True,
+    ).table
+    write_dataset(news, tmp_path / "news.parquet", parts=3)
+    split = SplitParams(ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=3, min_sentences=2)
+    oversample = OversampleParams.model_validate({"question_share": 0.01, "augment": {"kind": "alam", "copies": 2}})
+    runs = {"whole": EngineParams(workers=1, shard_rows=10**9)}
+    runs.update({name: EngineParams(engine=e, workers=w, shard_rows=300) for name, e, w in ENGINES})
+    reports = {}
+    for name, engine in runs.items():
+        out = tmp_path / name
+        split_report = split_dataset(
+            [SplitInput("malay", str(tmp_path / "news.parquet"))],
+            split,
+            out / "split.parquet",
+            out / "split.json",
+            engine,
+        )
+        over_report = oversample_dataset(
+            out / "split.parquet",
+            oversample,
+            3,
+            out / "over.parquet",
+            out / "aug.parquet",
+            out / "over.json",
+            engine=engine,
+        )
+        reports[name] = (split_report, over_report)
+    for part in ("split.parquet", "over.parquet", "aug.parquet"):
+        expected = read_segments(tmp_path / "whole" / part)
+        for name in ("one", "two", "dask"):
+            assert read_segments(tmp_path / name / part).equals(expected), (name, part)
+        assert digests(tmp_path / "one" / part) == digests(tmp_path / "two" / part) == digests(tmp_path / "dask" / part)
+    assert all(r == reports["whole"] for r in reports.values())
+    split_report, over_report = reports["whole"]
+    assert split_report["documents_with_too_few_sentences_dropped"] > 0
+    assert over_report["oversampling"]["inserted"] > 0
+    assert over_report["oversampling"]["after"] == pytest.approx(0.01, abs=0.001)
 
 
 def test_row_shards_over_many_row_groups(talks, tmp_path):
@@ -230,26 +239,58 @@ def test_row_shards_over_many_row_groups(talks, tmp_path):
     pq.write_table(hyp, tmp_path / "hyp.parquet", row_group_size=97)
     assert pq.ParquetFile(tmp_path / "hyp.parquet").metadata.num_row_groups > 10
     shards = row_shards(tmp_path / "hyp.parquet", 250)
-    tables = [read_row_shard(s) for s in shards]
+    tables = [read_rows(s) for s in shards]
     assert concat(tables).to_pylist() == hyp.to_pylist()
     assert all(a.stop == b.start for a, b in itertools.pairwise(shards))
 
 
-def test_ingest_stage_with_an_engine_reports_bad_input(tmp_path, capsys):
-    """A sharded ingest that meets invalid UTF-8 ends with the stage's error line naming the file,
-    and leaves no output."""
-    import yaml
+def test_stage_with_bad_input_is_one_line_and_no_output(tmp_path, capsys):
+    """An ingest that meets invalid UTF-8 ends with one line naming the file, exit 2, nothing written."""
+    from support.datasets import write_params
 
     from stages import ingest
 
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"one line.\n" + b"caf\xe9 au lait.\n")
-    params = tmp_path / "params.yaml"
-    params.write_text(
-        yaml.safe_dump(
-            {"corpora": {"bad": {"reader": "text", "lang": "en", "input": str(bad), "engine": "local", "workers": 1}}}
-        )
+    params = write_params(
+        tmp_path / "params.yaml", {"corpora": {"bad": {"reader": "text", "lang": "en", "input": str(bad)}}}
     )
-    assert ingest.main(["bad", "--params", str(params), "--out-dir", str(tmp_path / "data")]) == 2
-    assert "bad.txt" in capsys.readouterr().err
-    assert not (tmp_path / "data" / "segments" / "bad.parquet").exists()
+    args = ["bad", "--params", str(params), "--out", str(tmp_path / "out.parquet"), "--stats", str(tmp_path / "s.json")]
+    assert ingest.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.txt: invalid UTF-8 at byte offset 13 (line 2)" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "params.yaml"]
+
+
+def test_align_stage(talks, tmp_path):
+    from support.datasets import write_params
+
+    from stages import align
+
+    folder, _ref, _hyp = talks
+    params = write_params(
+        tmp_path / "params.yaml",
+        {
+            "corpora": {
+                "talks": {"reader": "ted_xml", "lang": "en", "input": "-"},
+                "talks_asr": {"reader": "transcript", "lang": "en", "input": "-"},
+            },
+            "alignments": {"aligned": {"ref": "talks", "hyp": "talks_asr", "engine": {"shard_rows": 200}}},
+        },
+    )
+    args = [
+        "aligned",
+        "--params",
+        str(params),
+        "--ref",
+        str(folder / "ref.parquet"),
+        "--hyp",
+        str(folder / "hyp.parquet"),
+        "--out",
+        str(tmp_path / "out"),
+        "--report",
+        str(tmp_path / "r.json"),
+    ]
+    assert align.main(args) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["hypothesis_words"] == sum(len(w) for w in read_segments(tmp_path / "out")["words"].to_pylist())

@@ -23,7 +23,7 @@ def test_parquet_round_trip_and_determinism(tmp_path):
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     target = tmp_path / "out" / "x.parquet"
-    io.write_parquet(sample_table(), target)
+    io.write_table(sample_table(), target)
     before = target.read_bytes()
 
     def boom(*args, **kwargs):
@@ -31,11 +31,11 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(io.pq, "write_table", boom)
     with pytest.raises(RuntimeError):
-        io.write_parquet(sample_table(), target)
+        io.write_table(sample_table(), target)
     assert target.read_bytes() == before  # the old output is untouched
-    assert [p.name for p in target.parent.iterdir()] == ["x.parquet"]  # no temporary left behind
+    assert [p.name for p in target.parent.iterdir()] == ["x.parquet"]  # no temporary or lock left behind
     with pytest.raises(RuntimeError):
-        io.write_parquet(sample_table(), tmp_path / "out" / "new.parquet")
+        io.write_table(sample_table(), tmp_path / "out" / "new.parquet")
     assert not (tmp_path / "out" / "new.parquet").exists()
 
 

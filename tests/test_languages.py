@@ -90,7 +90,7 @@ def test_every_real_corpus_reads_with_plausible_labels(real, name):
 
 def test_malay_news_keeps_malaysian_outlets_only(real):
     keep, _drop = load_sources(ROOT / "lexicons/ms/news_sources.tsv")
-    seen = real["malay_news"].sources
+    seen = {outlet: (c["seen"], c["kept"]) for outlet, c in real["malay_news"].report()["sources"].items()}
     print("outlet decisions:", {o: ("keep" if o in keep else "drop", v) for o, v in sorted(seen.items())})
     kept = {outlet for outlet, (_, n_kept) in seen.items() if n_kept}
     assert kept and kept <= keep
@@ -139,9 +139,22 @@ def test_mandarin_stray_spaces_and_user_dictionary(tmp_path, monkeypatch):
     words = label_lines(zh.normalize_text("我爱叉烧包子铺"), zh).words[0].as_py()
     user_dict = tmp_path / "dict.txt"
     user_dict.write_text("叉烧包子铺 10 n\n", encoding="utf-8")
-    monkeypatch.setenv("PUNCT_JIEBA_USER_DICT", str(user_dict))
-    assert "叉烧包子铺" in label_lines(zh.normalize_text("我爱叉烧包子铺"), zh).words[0].as_py()
+    with_dict = get_language("zh", str(user_dict))
+    assert "叉烧包子铺" in label_lines(with_dict.normalize_text("我爱叉烧包子铺"), with_dict).words[0].as_py()
     assert "叉烧包子铺" not in words
+    # the dictionary is a corpus option of the registry, checked like any other
+    table = get_reader("text")(
+        [_write(tmp_path, "我爱叉烧包子铺。\n")], lang="zh", corpus="z", user_dict=str(user_dict)
+    )
+    assert "叉烧包子铺" in table.table["words"][0].as_py()
+    with pytest.raises(ValueError, match="only Mandarin"):
+        get_language("hi", str(user_dict))
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "zh.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def test_spoken_form_keeps_the_mark_on_the_last_word():

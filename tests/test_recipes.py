@@ -7,8 +7,10 @@ import yaml
 from conftest import ROOT
 
 from pipeline.io import read_segments
-from stages import dataset as dataset_stage
 from stages import ingest as ingest_stage
+from stages import oversample as oversample_stage
+from stages import sequences as sequences_stage
+from stages import split as split_stage
 
 PARAMS = ROOT / "real/params.yaml"
 RECIPES = yaml.safe_load(PARAMS.read_text())["datasets"]
@@ -25,11 +27,65 @@ def built(shared, tmp_path_factory):
 
     cwd = os.getcwd()
     os.chdir(ROOT)  # the registry's paths are relative to the project root
+    p = ["--params", str(PARAMS)]
     try:
         for corpus in sorted(needed):
-            assert ingest_stage.main([corpus, "--params", str(PARAMS), "--out-dir", str(data)]) == 0
+            out = ["--out", str(data / f"segments/{corpus}.parquet"), "--stats", str(data / f"stats/{corpus}.json")]
+            assert ingest_stage.main([corpus, *p, *out]) == 0
         for name in RECIPES:
-            assert dataset_stage.main([name, "--params", str(PARAMS), "--data-dir", str(data)]) == 0
+            d = data / "datasets" / name
+            assert (
+                split_stage.main(
+                    [
+                        name,
+                        *p,
+                        "--segments-dir",
+                        str(data / "segments"),
+                        "--out",
+                        str(d / "split.parquet"),
+                        "--report",
+                        str(d / "split_report.json"),
+                    ]
+                )
+                == 0
+            )
+            assert (
+                oversample_stage.main(
+                    [
+                        name,
+                        *p,
+                        "--in",
+                        str(d / "split.parquet"),
+                        "--out",
+                        str(d / "oversampled.parquet"),
+                        "--augmented",
+                        str(d / "augmented.parquet"),
+                        "--report",
+                        str(d / "oversample_report.json"),
+                    ]
+                )
+                == 0
+            )
+            assert (
+                sequences_stage.main(
+                    [
+                        name,
+                        *p,
+                        "--in",
+                        str(d / "oversampled.parquet"),
+                        "--out",
+                        str(d / "sequences.parquet"),
+                        "--tokenizer",
+                        str(d / "tokenizer"),
+                        "--report",
+                        str(d / "report.json"),
+                        "--reports",
+                        str(d / "split_report.json"),
+                        str(d / "oversample_report.json"),
+                    ]
+                )
+                == 0
+            )
     finally:
         os.chdir(cwd)
     return data
@@ -53,7 +109,7 @@ def test_bangla_alam2020(built):
 
 def test_malay_rao2022(built):
     report, splits = _report(built, "malay_rao2022")
-    table = read_segments(built / "datasets/malay_rao2022/segments.parquet")
+    table = read_segments(built / "datasets/malay_rao2022/oversampled.parquet")
     ends = {}
     for doc, labels in zip(table["doc_id"].to_pylist(), table["labels"].to_pylist()):
         ends[doc] = ends.get(doc, 0) + sum(1 for l in labels if l in ("PERIOD", "QUESTION"))
@@ -66,7 +122,7 @@ def test_malay_rao2022(built):
 
 def test_hindi_gupta2021(built):
     _, splits = _report(built, "hindi_gupta2021")
-    table = read_segments(built / "datasets/hindi_gupta2021/segments.parquet")
+    table = read_segments(built / "datasets/hindi_gupta2021/oversampled.parquet")
     assert all(any(l != "O" for l in labels) for labels in table["labels"].to_pylist())  # every line has a mark
     for name in ("dev", "test"):
         for label, share in splits[name]["label_shares"].items():
@@ -75,7 +131,7 @@ def test_hindi_gupta2021(built):
 
 def test_indic_all_languages(built):
     _, splits = _report(built, "indic_gupta2021")
-    table = read_segments(built / "datasets/indic_gupta2021/segments.parquet")
+    table = read_segments(built / "datasets/indic_gupta2021/oversampled.parquet")
     assert set(table["lang"].to_pylist()) == {"as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te"}
     assert all(any(l != "O" for l in labels) for labels in table["labels"].to_pylist())
     for name in ("dev", "test"):
