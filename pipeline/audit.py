@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import hashsets
-from .dataset import read_segments
 from .executor import Executor
 from .labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
+from .schema import flat_codes
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
@@ -139,47 +139,129 @@ class AuditShard:
 
     Tallies are kept per (corpus, split, lang) and, since sentence runs depend on which rows are
     taken together, also per (corpus, split) with lang "*", per (corpus, "*", lang) and per
-    (corpus, "*", "*"): each computed on exactly the rows such a summary covers."""
+    (corpus, "*", "*"): each computed on exactly the rows such a summary covers.  Everything is
+    numpy over integer codes of the shard's labels (no per-row Python)."""
+
+    COLUMNS = ["corpus", "lang", "doc_id", "words", "labels", "case", "split"]
 
     def __init__(self, folder, names: list[str | None] | None = None):
         self.folder, self.names = str(folder), names
 
     def __call__(self, shard) -> tuple[dict, int]:
-        table = shard.table if isinstance(shard, TableShard) else read_segments(shard)
+        if isinstance(shard, TableShard):
+            table = shard.table
+        else:
+            from .dataset import read_rows
+
+            table = read_rows(shard, self.COLUMNS, dictionary=True)
         if self.names and self.names[shard.source] is not None:
             table = table.set_column(0, "corpus", pa.array([self.names[shard.source]] * table.num_rows, pa.string()))
         tallies: dict[tuple, Tally] = {}
         groups: dict[tuple, tuple] = {}
         if table.num_rows:
-            split = pc.fill_null(table["split"], NO_SPLIT)
-            keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
-            encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-            codes = encoded.indices.to_numpy(zero_copy_only=False)
-            combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
-            word_hashes = hashsets.string_hashes(pc.list_flatten(table["words"].combine_chunks()))
-            word_code = np.repeat(codes, np.diff(_offsets(table["words"])))
-            seg_hashes = hashsets.list_hashes(table["words"])
-            doc_hashes = hashsets.string_hashes(table["doc_id"])
+            view = _Codes(table)
+            combos = view.combos
             for k, (corpus, split_name, lang) in enumerate(combos):
-                rows = np.flatnonzero(codes == k)
-                part = table.take(pa.array(rows))
-                tallies[(corpus, split_name, lang)] = tally(part)
-                groups[("word", corpus, split_name, lang)] = hashsets.distinct(word_hashes[word_code == k])
-                groups[("doc", corpus, split_name, lang)] = hashsets.distinct(doc_hashes[rows])
-                groups[("seg", corpus, split_name, lang)] = hashsets.distinct(seg_hashes[rows])
-            # the wider views, on their own rows (sentences run across the rows of a document)
-            corpus_of = {c[0] for c in combos}
-            for corpus in corpus_of:
-                mask = pc.equal(table["corpus"], corpus)
-                whole = table.filter(mask)
-                tallies[(corpus, "*", "*")] = tally(whole)
-                for split_name in {c[1] for c in combos if c[0] == corpus}:
-                    part = whole.filter(pc.equal(pc.fill_null(whole["split"], NO_SPLIT), split_name))
-                    tallies[(corpus, split_name, "*")] = tally(part)
-                for lang in {c[2] for c in combos if c[0] == corpus}:
-                    tallies[(corpus, "*", lang)] = tally(whole.filter(pc.equal(whole["lang"], lang)))
+                rows = view.row_combo == k
+                groups[("word", corpus, split_name, lang)] = view.word_set(k)
+                groups[("doc", corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
+                groups[("seg", corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
+            # every summary on exactly its rows (sentences run across the rows of a document); a
+            # wider view that holds the same combinations as another is the same tally
+            views: dict[tuple, list[int]] = {}
+            for k, (corpus, split_name, lang) in enumerate(combos):
+                for key in (
+                    (corpus, split_name, lang),
+                    (corpus, "*", "*"),
+                    (corpus, split_name, "*"),
+                    (corpus, "*", lang),
+                ):
+                    views.setdefault(key, []).append(k)
+            done: dict[tuple, Tally] = {}
+            for key, members in views.items():
+                same = tuple(members)
+                if same not in done:
+                    done[same] = view.tally(members)
+                tallies[key] = done[same]
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return tallies, written
+
+
+class _Codes:
+    """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
+    length; per word its label, case and distinct-word codes."""
+
+    def __init__(self, table: pa.Table):
+        split = pc.fill_null(table["split"], NO_SPLIT)
+        keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
+        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+        self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
+        self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.labels, _ = flat_codes(table["labels"], LABELS)
+        self.case, _ = flat_codes(table["case"], CASE_LABELS)
+        doc = table["doc_id"].to_numpy(zero_copy_only=False)
+        self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
+        self.doc_hashes = hashsets.string_hashes(table["doc_id"])
+        self.word_code, values = flat_codes(table["words"])
+        self.n_words = len(values)
+        self.word_hashes = hashsets.hash_values([v or "" for v in values])
+        self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
+        self.word_combo = np.repeat(self.row_combo, self.lengths)
+        n = len(self.combos)
+        self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))
+        self.case_counts = _per_combo(self.word_combo, self.case, n, len(CASE_LABELS))
+
+    def word_set(self, combo: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct words (hashes, sorted) of a combination with their token counts."""
+        counts = np.bincount(self.word_code[self.word_combo == combo], minlength=self.n_words)
+        present = np.flatnonzero(counts)
+        order = np.argsort(self.word_hashes[present], kind="stable")
+        return self.word_hashes[present][order], counts[present][order]
+
+    def tally(self, members: list[int]) -> Tally:
+        """The tally of the rows of the combinations ``members``, as over those rows alone."""
+        rows = (
+            np.isin(self.row_combo, members) if len(members) < len(self.combos) else np.ones(len(self.row_combo), bool)
+        )
+        labels = self.labels[np.repeat(rows, self.lengths)] if not rows.all() else self.labels
+        lengths = self.lengths[rows]
+        return Tally(
+            words=len(labels),
+            segments=int(rows.sum()),
+            labels=_summed(self.label_counts, members, LABELS),
+            case=_summed(self.case_counts, members, CASE_LABELS),
+            sentences=_histogram(self._sentences(rows, labels, lengths)),
+            segment_lengths=_histogram(lengths),
+        )
+
+    def _sentences(self, rows, labels, lengths) -> np.ndarray:
+        """:func:`sentence_lengths` of the selected rows: a document starts where the doc id of the
+        selected rows changes."""
+        if not len(labels):
+            return np.zeros(0, np.int64)
+        doc = np.cumsum(self.new_doc)[rows]  # document number of each selected row
+        new_doc = np.r_[True, doc[1:] != doc[:-1]]
+        row_start = np.r_[0, np.cumsum(lengths)[:-1]]
+        doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), lengths)
+        ends = np.flatnonzero(np.isin(labels, list(SENTENCE_END_IDS)))
+        if not len(ends):
+            return np.zeros(0, np.int64)
+        prev_end = np.r_[-1, ends[:-1]]
+        starts = np.maximum(prev_end + 1, doc_start[ends])
+        return ends - starts + 1
+
+
+def _per_combo(combo: np.ndarray, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
+    """Counts of each code per combination: an (n_combos, n_codes) array (codes < 0 not counted)."""
+    known = codes >= 0
+    flat = np.bincount(combo[known] * n_codes + codes[known], minlength=n_combos * n_codes)
+    return flat.reshape(n_combos, n_codes)
+
+
+def _summed(counts: np.ndarray, members: list[int], names) -> Counter:
+    total = counts[members].sum(axis=0)
+    return Counter({name: int(n) for name, n in zip(names, total) if n})
 
 
 def _offsets(lists) -> np.ndarray:

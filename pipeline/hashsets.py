@@ -32,13 +32,19 @@ import xxhash
 RANGE_TARGET = 4_000_000
 
 
+def hash_values(values: list[str]) -> np.ndarray:
+    """xxh3-64 of each string."""
+    return np.fromiter((xxhash.xxh3_64_intdigest(v.encode()) for v in values), dtype=np.uint64, count=len(values))
+
+
 def string_hashes(strings: pa.Array) -> np.ndarray:
-    """xxh3-64 of each string (nulls hash as the empty string), hashing each distinct value once."""
+    """xxh3-64 of each string (nulls hash as the empty string), hashing each distinct value once
+    (a dictionary array: its dictionary)."""
     if len(strings) == 0:
         return np.zeros(0, dtype=np.uint64)
-    encoded = pc.dictionary_encode(strings.combine_chunks() if isinstance(strings, pa.ChunkedArray) else strings)
-    values = encoded.dictionary.to_pylist()
-    table = np.fromiter((xxhash.xxh3_64_intdigest(v.encode()) for v in values), dtype=np.uint64, count=len(values))
+    strings = strings.combine_chunks() if isinstance(strings, pa.ChunkedArray) else strings
+    encoded = strings if pa.types.is_dictionary(strings.type) else pc.dictionary_encode(strings)
+    table = hash_values([v or "" for v in encoded.dictionary.to_pylist()])
     indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
     return table[indices] if len(table) else np.zeros(len(strings), dtype=np.uint64)
 
@@ -46,15 +52,17 @@ def string_hashes(strings: pa.Array) -> np.ndarray:
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def list_hashes(lists: pa.ListArray) -> np.ndarray:
-    """One hash per list (an exact word sequence): a position-weighted mix of its items' hashes."""
+def list_hashes(lists: pa.ListArray, items: np.ndarray | None = None) -> np.ndarray:
+    """One hash per list (an exact word sequence): a position-weighted mix of its items' hashes
+    (``items``: those hashes, if the caller has them)."""
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
     n = len(lists)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     offsets = pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
-    items = string_hashes(pc.list_flatten(lists))
+    if items is None:
+        items = string_hashes(pc.list_flatten(lists))
     lengths = np.diff(offsets)
     position = np.arange(len(items), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     with np.errstate(over="ignore"):

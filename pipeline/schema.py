@@ -47,8 +47,16 @@ SEGMENT_SCHEMA = pa.schema(
 
 #: Parquet options shared by every writer, so outputs are byte-identical.  Row groups of 64k rows
 #: (about a million words) let sharded stages read a slice of a big file, or filter it, without
-#: loading the whole file
-PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=True, row_group_size=65_536)
+#: loading the whole file.  A dictionary page may hold a whole row group's vocabulary: past the
+#: default 1 MB limit the writer falls back to plain pages, and the column then cannot be read
+#: back as one dictionary
+PARQUET_OPTIONS = dict(
+    compression="zstd",
+    compression_level=3,
+    use_dictionary=True,
+    row_group_size=65_536,
+    dictionary_pagesize_limit=256 << 20,
+)
 
 
 def statistics_columns(schema: pa.Schema) -> list[str]:
@@ -176,3 +184,42 @@ def with_column(table: pa.Table, name: str, values) -> pa.Table:
     """``table`` with column ``name`` replaced (the schema's type kept)."""
     index = table.schema.get_field_index(name)
     return table.set_column(index, table.schema.field(index), values)
+
+
+# ----------------------------------------------------------------- words and labels as codes
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The list<string> columns of a table (words, labels, case, surface): stored and read as
+    dictionaries, so a pass that only counts or filters them never builds millions of strings."""
+    return [f.name for f in schema if pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type)]
+
+
+def as_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with its list<string> columns dictionary-encoded (as they are written)."""
+    for name in dictionary_columns(table.schema):
+        column = table[name].combine_chunks()
+        encoded = pa.ListArray.from_arrays(
+            pc.subtract(column.offsets, column.offsets[0]) if len(column) else pa.array([0], pa.int32()),
+            pc.dictionary_encode(pc.list_flatten(column)),
+        )
+        table = table.set_column(
+            table.schema.get_field_index(name), pa.field(name, encoded.type, table.schema.field(name).nullable), encoded
+        )
+    return table
+
+
+def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:
+    """The items of a list column as integer codes: into ``vocabulary`` (-1 for others) if given,
+    else into the distinct values (returned).  Dictionary columns are read off their indices."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = pc.list_flatten(column)
+    if not pa.types.is_dictionary(flat.type):
+        flat = pc.dictionary_encode(flat)
+    indices = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = flat.dictionary.to_pylist()
+    if vocabulary is None:
+        return indices, values
+    lut = np.array([vocabulary.index(v) if v in vocabulary else -1 for v in values] + [-1], dtype=np.int64)
+    return lut[indices], list(vocabulary)

@@ -30,7 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import CASE_TO_ID, LABEL_TO_ID, LABELS
+from .labels import CASE_LABELS, LABELS
+from .schema import flat_codes
 
 IGNORE = -100
 
@@ -64,7 +65,11 @@ class PieceCache:
             if len(self.ids) + len(missing) > self.limit:
                 self.ids.clear()
             unk = self.tokenizer.unk_token_id
-            encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"] if missing else []
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)
+            if backend is not None:  # the fast tokenizer's own batch encoder: the same ids, no Python wrapping
+                encoded = [e.ids for e in backend.encode_batch(missing, add_special_tokens=False)]
+            else:
+                encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
             for word, ids in zip(missing, encoded):
                 self.ids[word] = np.asarray(ids if ids else [unk], dtype=np.int32)
         return [self.ids[w] for w in words]
@@ -88,11 +93,6 @@ def word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
 def _offsets(lists) -> np.ndarray:
     lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
     return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _codes(flat: pa.Array, vocabulary: dict[str, int]) -> np.ndarray:
-    values = pa.array(list(vocabulary), pa.string())
-    return pc.index_in(flat, value_set=values).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def build_sequences(
@@ -131,7 +131,8 @@ def build_sequences(
         group_of_row = np.arange(n_rows)
     else:
         group_of_row = sorted_group
-    rows = table.take(pa.array(order))
+    # documents are contiguous almost always: then the rows are already in order
+    rows = table if bool((np.diff(order) > 0).all()) else table.take(pa.array(order))
     group_of_row = group_of_row if mode == "segment" else sorted_group
     g_first_row = np.r_[0, np.flatnonzero(np.diff(group_of_row)) + 1]  # first row of each group (in ``rows``)
     n_groups = len(g_first_row)
@@ -139,22 +140,18 @@ def build_sequences(
     # words, their pieces, and the token stream of all words
     words_column = rows["words"].combine_chunks()
     word_offsets = _offsets(words_column)
-    flat_words = pc.list_flatten(words_column)
-    encoded = pc.dictionary_encode(flat_words)
-    pieces = piece_cache(tokenizer).pieces(encoded.dictionary.to_pylist())
+    word_code, distinct_words = flat_codes(words_column)
+    pieces = piece_cache(tokenizer).pieces(distinct_words)
     if slot_filling:
         pieces = [np.r_[p, mask].astype(np.int32) for p in pieces]
     unique_len = np.array([len(p) for p in pieces], np.int64)
     unique_start = np.r_[0, np.cumsum(unique_len)[:-1]] if len(pieces) else np.zeros(0, np.int64)
     unique_flat = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
-    word_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     word_len = unique_len[word_code]
     prefix = np.r_[0, np.cumsum(word_len)]  # tokens before each word
     stream = unique_flat[np.repeat(unique_start[word_code] - prefix[:-1], word_len) + np.arange(prefix[-1])]
-    label_code = _codes(pc.list_flatten(rows["labels"].combine_chunks()), LABEL_TO_ID)
-    case_code = (
-        _codes(pc.list_flatten(rows["case"].combine_chunks()), CASE_TO_ID) if "case" in rows.column_names else None
-    )
+    label_code, _ = flat_codes(rows["labels"], LABELS)
+    case_code = flat_codes(rows["case"], CASE_LABELS)[0] if "case" in rows.column_names else None
 
     # chunks: (group, first word, end word, number within the group)
     g_word_start = word_offsets[g_first_row]
@@ -228,12 +225,12 @@ def build_sequences(
     else:
         chunk_id = c_no
     list_offsets = pa.array(out_offsets.astype(np.int32))
-    meta = rows.take(pa.array(first_rows))
+    meta = rows.select(["corpus", "lang", "split", "doc_id"]).take(pa.array(first_rows))
     out = pa.Table.from_arrays(
         [
             meta["corpus"].combine_chunks(),
             meta["lang"].combine_chunks(),
-            meta["split"].combine_chunks(),
+            meta["split"].combine_chunks().cast(pa.string()),
             meta["doc_id"].combine_chunks(),
             pa.array(chunk_id.astype(np.int32)),
             pa.ListArray.from_arrays(list_offsets, pa.array(ids.astype(np.int32))),
@@ -301,14 +298,15 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
 
 
 def train_words(source, batch_rows: int = 65_536):
-    """The words of the train split of a dataset, batch by batch (lists of words): a stream."""
+    """The train split's words as a stream of batches of lines (each segment's words joined by
+    spaces, which the tokenizer's whitespace pre-tokenizer splits back: the same word counts)."""
     from . import io
 
     for batch in io.iter_batches(source, columns=["words", "split"], batch_size=batch_rows):
         train = pc.fill_null(pc.equal(batch.column("split"), "train"), False)
-        words = pc.list_flatten(batch.column("words").filter(train))
-        if len(words):
-            yield words.to_pylist()
+        lines = pc.binary_join(batch.column("words").filter(train), " ")
+        if len(lines):
+            yield lines.to_pylist()
 
 
 class SequencesStep:
@@ -330,7 +328,7 @@ class SequencesStep:
         tokenizer = self._loaded.get(self.tokenizer_dir)
         if tokenizer is None:
             tokenizer = self._loaded[self.tokenizer_dir] = AutoTokenizer.from_pretrained(self.tokenizer_dir)
-        table, counts = build_sequences(read_segments(shard), tokenizer, **self.options)
+        table, counts = build_sequences(read_segments(shard, dictionary=True), tokenizer, **self.options)
         return StepResult(table, Counts(stats=counts))
 
 

@@ -16,6 +16,7 @@ counted with its reason in the report.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import logging
@@ -29,11 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import hashsets, io
-from .dataset import RowShard, counts_of, finish, read_segments, row_shards, run_step
+from .dataset import RowShard, counts_of, finish, read_rows, row_shards, run_step
 from .executor import executor
 from .labels import LABELS, SENTENCE_END_IDS
 from .params import SPLIT_NAMES, EngineParams, SplitParams
-from .schema import SCHEMA_NAME, with_column
+from .schema import SCHEMA_NAME, SEGMENT_SCHEMA, flat_codes, with_column
 from .step import Counts, StepResult
 
 log = logging.getLogger(__name__)
@@ -95,41 +96,108 @@ def document_index(table: pa.Table) -> np.ndarray:
     return np.cumsum(change) - 1
 
 
-def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, counts: Counts) -> _Docs:
-    """Read the shard, apply min_marks (segments) and min_sentences (documents) to corpora being split."""
-    table = read_segments(shard)
+_MARK_STRATA = [
+    marks_of([LABELS[b] for b in range(1, len(LABELS)) if mask >> b & 1]) for mask in range(1 << len(LABELS))
+]
+_KEY_COLUMNS = ["corpus", "doc_id", "labels"]
+
+
+def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, counts: Counts,
+               columns: list[str] | None = None, keys_folder=None) -> _Docs:  # fmt: skip
+    """Read the shard (``columns``: only those; list columns as dictionaries), apply min_marks
+    (segments) and min_sentences (documents) to the corpora being split.  The documents' keys and
+    strata come from ``keys_folder`` when an earlier pass left them there (:func:`_save_keys`)."""
+    table = read_rows(shard, columns, dictionary=True)
+    if columns is None:
+        table = read_segments_table(table, shard)
     fixed = inputs[shard.source].fixed is not None
-    if not fixed and params.min_marks and table.num_rows:
-        marks = pc.not_equal(pc.list_flatten(table["labels"]), "O").to_numpy(zero_copy_only=False)
-        keep = per_row_sum(table["labels"], marks) >= params.min_marks
-        counts.stats["segments_without_marks_dropped"] += int((~keep).sum())
-        table = table.filter(pa.array(keep))
-    elif not fixed and params.min_marks:
+    if not fixed and params.min_marks:
         counts.stats["segments_without_marks_dropped"] += 0
+        if table.num_rows:
+            labels, _ = flat_codes(table["labels"], LABELS)
+            keep = per_row_sum(table["labels"], labels > 0) >= params.min_marks
+            counts.stats["segments_without_marks_dropped"] += int((~keep).sum())
+            table = table.filter(pa.array(keep))
     row_doc = document_index(table)
     n_docs = int(row_doc[-1]) + 1 if len(row_doc) else 0
     if not fixed and params.min_sentences:
         counts.stats["documents_with_too_few_sentences_dropped"] += 0
         if table.num_rows:
-            ends_flat = pc.is_in(pc.list_flatten(table["labels"]), value_set=_END_LABELS).to_numpy(zero_copy_only=False)
-            ends = np.bincount(row_doc, weights=per_row_sum(table["labels"], ends_flat), minlength=n_docs)
+            codes, _ = flat_codes(table["labels"], LABELS)
+            ends = np.bincount(
+                row_doc, weights=per_row_sum(table["labels"], np.isin(codes, _END_CODES)), minlength=n_docs
+            )
             keep_doc = ends > params.min_sentences
             counts.stats["documents_with_too_few_sentences_dropped"] += int((~keep_doc).sum())
             keep = keep_doc[row_doc]
             table = table.filter(pa.array(keep))
             row_doc = (np.cumsum(keep_doc) - 1)[row_doc[keep]]
             n_docs = int(keep_doc.sum())
+    saved = Path(keys_folder) / f"{shard.index:05d}.arrow" if keys_folder else None
+    if saved is not None and saved.exists():
+        import pyarrow.feather as feather
+
+        known = feather.read_table(saved)
+        keys = list(zip(known["hash"].to_pylist(), known["doc"].to_pylist(), known["corpus"].to_pylist()))
+        strata = known["stratum"].to_pylist() if "stratum" in known.column_names else None
+        return _Docs(table, keys, row_doc, strata)
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
     doc_ids = table["doc_id"].take(pa.array(first_rows)).to_pylist()
     corpora = table["corpus"].take(pa.array(first_rows)).to_pylist()
     keys = [(doc_hash(doc, params.seed), doc, corpus) for doc, corpus in zip(doc_ids, corpora)]
     strata = None
     if params.stratify and not fixed:
-        parts: list[list[str]] = [[] for _ in range(n_docs)]
-        for d, labels in zip(row_doc.tolist(), table["labels"].to_pylist()):
-            parts[d].append(marks_of(labels))
-        strata = ["|".join(p) for p in parts]
+        strata = _strata(table, row_doc, n_docs)
     return _Docs(table, keys, row_doc, strata)
+
+
+def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
+    """A shard's document keys (and strata), for the later passes of the same split."""
+    import pyarrow.feather as feather
+
+    columns = {
+        "hash": pa.array([k[0] for k in docs.keys], pa.float64()),
+        "doc": pa.array([k[1] for k in docs.keys], pa.string()),
+        "corpus": pa.array([k[2] for k in docs.keys], pa.string()),
+        **({"stratum": pa.array(docs.strata, pa.string())} if docs.strata is not None else {}),
+        **(extra or {}),
+    }
+    feather.write_feather(pa.table(columns), Path(folder) / f"{shard.index:05d}.arrow", compression="uncompressed")
+
+
+_END_CODES = sorted(SENTENCE_END_IDS)
+
+
+def _strata(table: pa.Table, row_doc: np.ndarray, n_docs: int) -> list[str]:
+    """Each document's stratum: the marks of each of its segments, joined by ``|`` (a one-segment
+    document, the usual case, is just its marks)."""
+    codes, _ = flat_codes(table["labels"], LABELS)
+    lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
+    bits = np.where(codes > 0, np.left_shift(1, np.maximum(codes, 0)), 0)
+    row_mask = np.zeros(len(lengths), np.int64)
+    nonempty = lengths > 0
+    if nonempty.any():
+        starts = np.r_[0, np.cumsum(lengths)[:-1]][nonempty]
+        row_mask[nonempty] = np.bitwise_or.reduceat(bits, starts)
+    row_strata = [_MARK_STRATA[m] for m in row_mask.tolist()]
+    rows_per_doc = np.bincount(row_doc, minlength=n_docs)
+    if (rows_per_doc == 1).all():
+        return row_strata
+    out: list[list[str]] = [[] for _ in range(n_docs)]
+    for d, stratum in zip(row_doc.tolist(), row_strata):
+        out[d].append(stratum)
+    return ["|".join(p) for p in out]
+
+
+def read_segments_table(table: pa.Table, shard: RowShard) -> pa.Table:
+    """A shard read with dictionaries, checked to be a segment table of this version."""
+    if "case" not in table.column_names:
+        from . import io
+
+        io.conform_segments(table.slice(0, 0), shard.path)
+    if "split" not in table.column_names:
+        table = table.append_column("split", pa.nulls(table.num_rows, pa.string()))
+    return table.select(SEGMENT_SCHEMA.names)
 
 
 # ------------------------------------------------------------------------ the rules, as small values
@@ -148,8 +216,41 @@ class Rule:
             return next((name for bound, name in self.bounds if key[0] < bound), self.bounds[-1][1])
         if self.kind == "counts":
             return next((name for last, name in self.bounds if key <= last), None)
-        cuts, last = dict((s, (c, l)) for s, c, l in self.cuts)[stratum]
+        cuts, last = self.strata[stratum]
         return next((name for first_excluded, name in cuts if key < first_excluded), last)
+
+    @functools.cached_property
+    def strata(self) -> dict:
+        return {s: (c, l) for s, c, l in self.cuts}
+
+    def codes(self, keys: list[tuple], strata: list[str] | None = None) -> np.ndarray:
+        """The split (index into SPLIT_NAMES, -1 for none) of each key; vectorized on the hash, the
+        rule itself (:meth:`split_of`) only where a hash equals a bound's."""
+        hashes = np.fromiter((k[0] for k in keys), np.float64, len(keys))
+        if self.kind == "ratios":
+            bounds = np.array([b for b, _ in self.bounds])
+            names = np.array([SPLIT_NAMES.index(n) for _, n in self.bounds])
+            return names[np.minimum(np.searchsorted(bounds, hashes, side="right"), len(names) - 1)]
+        out = np.empty(len(keys), np.int64)
+        groups = {None: np.arange(len(keys))} if self.kind == "counts" else _groups(strata)
+        for stratum, members in groups.items():
+            if self.kind == "counts":
+                edges = [(k, n) for k, n in self.bounds]
+                tail = -1
+            else:
+                edges, last = self.strata[stratum]
+                tail = SPLIT_NAMES.index(last)
+            # counts: a key goes to the first split whose last key is >= it; strata: to the first
+            # split whose first excluded key is > it; on the hash alone but for exact ties
+            edge_hash = np.array([k[0] for k, _ in edges], np.float64)
+            codes = np.array([SPLIT_NAMES.index(n) for _, n in edges] + [tail], np.int64)
+            h = hashes[members]
+            side = "left" if self.kind == "counts" else "right"
+            position = np.searchsorted(edge_hash, h, side=side)
+            out[members] = codes[position]
+            for i in np.flatnonzero(np.isin(h, edge_hash)).tolist():
+                out[members[i]] = _code(self.split_of(keys[members[i]], stratum))
+        return out
 
 
 def ratio_rule(ratios: dict[str, float]) -> Rule:
@@ -164,13 +265,14 @@ def ratio_rule(ratios: dict[str, float]) -> Rule:
 class _SmallestKeys:
     """Pass of count splits: the N smallest keys of a shard, and how many documents it has."""
 
-    def __init__(self, inputs, params, n):
-        self.inputs, self.params, self.n = inputs, params, n
+    def __init__(self, inputs, params, n, folder):
+        self.inputs, self.params, self.n, self.folder = inputs, params, n, str(folder)
 
     def __call__(self, shard) -> StepResult:
         if self.inputs[shard.source].fixed is not None:
             return StepResult(None, payload=([], 0))
-        docs = _documents(shard, self.inputs, self.params, Counts())
+        docs = _documents(shard, self.inputs, self.params, Counts(), _KEY_COLUMNS)
+        _save_keys(self.folder, shard, docs)
         return StepResult(None, payload=(heapq.nsmallest(self.n, docs.keys), len(docs.keys)))
 
 
@@ -179,40 +281,62 @@ def _bucket(key) -> int:
 
 
 class _StratumHistogram:
-    """Pass 1 of stratified splits: per stratum, documents per hash bucket."""
+    """Pass 1 of stratified splits: per stratum, documents per hash bucket; each shard's keys and
+    strata are kept in the scratch folder, so pass 2 does not read the corpus again."""
 
-    def __init__(self, inputs, params):
-        self.inputs, self.params = inputs, params
+    def __init__(self, inputs, params, folder):
+        self.inputs, self.params, self.folder = inputs, params, str(folder)
 
     def __call__(self, shard) -> StepResult:
         out: dict[str, np.ndarray] = {}
         if self.inputs[shard.source].fixed is None:
-            docs = _documents(shard, self.inputs, self.params, Counts())
-            for key, stratum in zip(docs.keys, docs.strata):
-                out.setdefault(stratum, np.zeros(BUCKETS, np.int64))[_bucket(key)] += 1
+            docs = _documents(shard, self.inputs, self.params, Counts(), _KEY_COLUMNS)
+            buckets = np.array([_bucket(k) for k in docs.keys], np.int64)
+            for stratum in set(docs.strata):
+                mask = np.array([s == stratum for s in docs.strata], bool)
+                out[stratum] = np.bincount(buckets[mask], minlength=BUCKETS)
+            keys = pa.table(
+                {
+                    "hash": pa.array([k[0] for k in docs.keys], pa.float64()),
+                    "doc": pa.array([k[1] for k in docs.keys], pa.string()),
+                    "corpus": pa.array([k[2] for k in docs.keys], pa.string()),
+                    "bucket": pa.array(buckets, pa.int32()),
+                    "stratum": pa.array(docs.strata, pa.string()),
+                }
+            )
+            import pyarrow.feather as feather
+
+            feather.write_feather(keys, Path(self.folder) / f"{shard.index:05d}.arrow", compression="uncompressed")
         return StepResult(None, payload=out)
 
 
 class _BucketKeys:
-    """Pass 2 of stratified splits: the keys in the buckets where cut points fall."""
+    """Pass 2 of stratified splits: from the scratch folder, the keys in the buckets where cut points fall."""
 
-    def __init__(self, inputs, params, wanted: frozenset):
-        self.inputs, self.params, self.wanted = inputs, params, wanted
+    def __init__(self, folder, wanted: frozenset):
+        self.folder, self.wanted = str(folder), wanted
 
     def __call__(self, shard) -> StepResult:
+        import pyarrow.feather as feather
+
         found: dict[tuple[str, int], list] = {}
-        if self.inputs[shard.source].fixed is None:
-            docs = _documents(shard, self.inputs, self.params, Counts())
-            for key, stratum in zip(docs.keys, docs.strata):
-                where = (stratum, _bucket(key))
-                if where in self.wanted:
-                    found.setdefault(where, []).append(key)
+        path = Path(self.folder) / f"{shard.index:05d}.arrow"
+        if path.exists():
+            keys = feather.read_table(path)
+            buckets = keys["bucket"].to_numpy()
+            wanted_buckets = {b for _, b in self.wanted}
+            rows = np.flatnonzero(np.isin(buckets, list(wanted_buckets)))
+            if len(rows):
+                part = keys.take(pa.array(rows))
+                for h, doc, corpus, bucket, stratum in zip(*(part[c].to_pylist() for c in part.column_names)):
+                    if (stratum, bucket) in self.wanted:
+                        found.setdefault((stratum, bucket), []).append((h, doc, corpus))
         return StepResult(None, payload=found)
 
 
-def _stratified_rule(runner, shards, inputs, params: SplitParams) -> Rule:
+def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: Path) -> Rule:
     histograms: dict[str, np.ndarray] = {}
-    for result in run_step(runner, _StratumHistogram(inputs, params), shards, label="split: strata"):
+    for result in run_step(runner, _StratumHistogram(inputs, params, keys_folder), shards, label="split: strata"):
         for stratum, counts in result.payload.items():
             histograms[stratum] = histograms.get(stratum, 0) + counts
     names = list(params.ratios)
@@ -237,7 +361,7 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams) -> Rule:
             wanted.add((stratum, bucket))
         plans[stratum] = located
     keys: dict[tuple[str, int], list] = {}
-    for result in run_step(runner, _BucketKeys(inputs, params, frozenset(wanted)), shards, label="split: cut points"):
+    for result in run_step(runner, _BucketKeys(keys_folder, frozenset(wanted)), shards, label="split: cut points"):
         for where, found in result.payload.items():
             keys.setdefault(where, []).extend(found)
     cuts = []
@@ -260,17 +384,38 @@ def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> 
     kept row, its split index."""
     fixed = inputs[shard.source].fixed
     if fixed is not None:
-        split = np.full(len(docs.keys), fixed, dtype=object)
+        split = np.full(len(docs.keys), SPLIT_NAMES.index(fixed), dtype=np.int64)
+    elif rule.kind == "ratios":  # vectorized: the hash against the cumulative shares
+        bounds = np.array([b for b, _ in rule.bounds])
+        names = np.array([SPLIT_NAMES.index(n) for _, n in rule.bounds])
+        hashes = np.array([k[0] for k in docs.keys], np.float64)
+        split = names[np.minimum(np.searchsorted(bounds, hashes, side="right"), len(names) - 1)]
     else:
-        strata = docs.strata or [None] * len(docs.keys)
-        split = np.array([rule.split_of(k, s) for k, s in zip(docs.keys, strata)], dtype=object)
+        split = rule.codes(docs.keys, docs.strata)
         if rule.kind == "counts":
-            counts.stats["documents_beyond_counts"] += int(sum(1 for s in split if s is None))
-    per_row = split[docs.row_doc] if len(docs.row_doc) else np.zeros(0, dtype=object)
-    keep = np.array([s is not None for s in per_row], dtype=bool)
-    table = with_column(docs.table, "split", pa.array(per_row.tolist(), pa.string())).filter(pa.array(keep))
-    codes = np.array([SPLIT_NAMES.index(s) for s in per_row[keep]], dtype=np.int64)
-    return table, codes
+            counts.stats["documents_beyond_counts"] += int((split < 0).sum())
+    per_row = split[docs.row_doc] if len(docs.row_doc) else np.zeros(0, np.int64)
+    keep = per_row >= 0
+    table = docs.table
+    column = pa.array(SPLIT_NAMES).take(pa.array(np.maximum(per_row, 0)))
+    if "split" in table.column_names:
+        table = with_column(table, "split", column)
+    else:
+        table = table.append_column("split", column)
+    return table.filter(pa.array(keep)), per_row[keep]
+
+
+def _groups(strata: list[str]) -> dict[str, np.ndarray]:
+    """Positions of each stratum's documents."""
+    encoded = pc.dictionary_encode(pa.array(strata, pa.string()))
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+    return {s: order[bounds[k] : bounds[k + 1]] for k, s in enumerate(encoded.dictionary.to_pylist())}
+
+
+def _code(split: str | None) -> int:
+    return -1 if split is None else SPLIT_NAMES.index(split)
 
 
 def _segment_groups(table: pa.Table, codes: np.ndarray) -> dict:
@@ -284,12 +429,13 @@ def _segment_groups(table: pa.Table, codes: np.ndarray) -> dict:
 class _HashSegments:
     """Duplicates pass: the segment hashes of each split into the exchange."""
 
-    def __init__(self, inputs, params, rule, folder):
+    def __init__(self, inputs, params, rule, folder, keys_folder):
         self.inputs, self.params, self.rule, self.folder = inputs, params, rule, str(folder)
+        self.keys_folder = keys_folder
 
     def __call__(self, shard) -> StepResult:
         counts = Counts()
-        docs = _documents(shard, self.inputs, self.params, counts)
+        docs = _documents(shard, self.inputs, self.params, counts, [*_KEY_COLUMNS, "words"], self.keys_folder)
         table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
         return StepResult(None, payload=written)
@@ -298,13 +444,14 @@ class _HashSegments:
 class _WriteSplit:
     """The written pass: rows with their split, train duplicates dropped (by hash)."""
 
-    def __init__(self, inputs, params, rule, folder, drop: np.ndarray | None):
+    def __init__(self, inputs, params, rule, folder, drop: np.ndarray | None, keys_folder):
         self.inputs, self.params, self.rule, self.drop = inputs, params, rule, drop
         self.folder = str(folder) if folder else None
+        self.keys_folder = keys_folder
 
     def __call__(self, shard) -> StepResult:
         counts = Counts()
-        docs = _documents(shard, self.inputs, self.params, counts)
+        docs = _documents(shard, self.inputs, self.params, counts, keys_folder=self.keys_folder)
         table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = 0
         if self.folder is not None:  # the duplicates are found in this same pass
@@ -331,12 +478,15 @@ def split_dataset(
     with io.Outputs(inputs=[i.path for i in inputs]) as outputs:
         folder = outputs.dataset(out)
         report_path = outputs.file(report)
-        exchange = outputs.scratch(out)
+        scratch = outputs.scratch(out)
+        exchange, keys_folder = scratch / "hashes", scratch / "keys"
+        keys_folder.mkdir()
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             rule = None
             if params.counts is not None:
                 n = sum(params.counts.values())
-                found = run_step(runner, _SmallestKeys(inputs, params, n), shards, label="split: document keys")
+                step = _SmallestKeys(inputs, params, n, keys_folder)
+                found = run_step(runner, step, shards, label="split: document keys")
                 keys = heapq.nsmallest(n, (k for r in found for k in r.payload[0]))
                 bounds, taken = [], 0
                 for name, count in params.counts.items():
@@ -348,11 +498,12 @@ def split_dataset(
                             bounds.append((keys[-1], name))
                 rule = Rule("counts", tuple(bounds))
             elif params.stratify:
-                rule = _stratified_rule(runner, shards, inputs, params)
+                rule = _stratified_rule(runner, shards, inputs, params, keys_folder)
             elif params.ratios is not None:
                 rule = ratio_rule(params.ratios)
             if params.drop_train_duplicates:
-                sizes = run_step(runner, _HashSegments(inputs, params, rule, exchange), shards, label="split: hashes")
+                step = _HashSegments(inputs, params, rule, exchange, keys_folder)
+                sizes = run_step(runner, step, shards, label="split: hashes")
                 written = sum(r.payload for r in sizes)
                 overlaps, collected = hashsets.reduce(
                     runner,
@@ -363,9 +514,11 @@ def split_dataset(
                     collect={"seg": SPLIT_NAMES.index("train")},
                 )
                 drop = collected.get("seg", np.zeros(0, np.uint64))
-                results = run_step(runner, _WriteSplit(inputs, params, rule, None, drop), shards, folder, "split")
+                write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
+                results = run_step(runner, write, shards, folder, "split")
             else:
-                results = run_step(runner, _WriteSplit(inputs, params, rule, exchange, None), shards, folder, "split")
+                write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
+                results = run_step(runner, write, shards, folder, "split")
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(
                     runner, exchange, [s.index for s in shards], {"seg": [("seg", s) for s in SPLIT_NAMES]}, written

@@ -12,7 +12,7 @@ from pipeline.sequences import IGNORE, SEQUENCE_SCHEMA
 
 
 def word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
-    """Subword ids of each word (never empty: an untokenizable word is the unknown token)."""
+    """Subword ids of each word through the tokenizer's own call (never empty: unknown token)."""
     if not words:
         return []
     encoded = tokenizer(words, add_special_tokens=False, is_split_into_words=False)["input_ids"]
