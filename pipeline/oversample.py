@@ -8,8 +8,8 @@ loop, so the result does not depend on how the dataset is sharded or run:
 * the number of copies K comes from whole-dataset counts (one streaming pass);
 * the K copies are spread over the M question sentences systematically (each gets floor or
   ceil of K/M, which ones by a seeded offset), not drawn with replacement;
-* copy j of question sentence i goes to a train document drawn by ``default_rng([seed, i, j])``
-  among the documents of its language (not its own), after a drawn segment of it;
+* copy j of question sentence i goes to a train document of its language (not its own) and
+  after a segment of it, both drawn from (seed, i, j) (:func:`uniform`);
 * copies travel from the shard of their sentence to the shard of their document through disk.
 
 Augmentation copies (``augment``: Alam 2020 or 3R; training draws anew each epoch, these are
@@ -30,10 +30,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import io
-from .dataset import RowShard, counts_of, finish, read_segments, row_shards, run_step
+from .dataset import RowShard, counts_of, finish, read_rows, read_segments, row_shards, run_step
 from .executor import executor
+from .labels import LABELS
 from .params import EngineParams, OversampleParams
-from .schema import SCHEMA_NAME, concat, with_column
+from .schema import SCHEMA_NAME, concat, flat_codes, with_column
 from .splits import document_index
 from .step import Counts, StepResult
 
@@ -48,7 +49,7 @@ def _question_rows(table: pa.Table) -> np.ndarray:
     """Rows whose last label is QUESTION (a question sentence)."""
     labels = table["labels"].combine_chunks()
     offsets = pc.subtract(labels.offsets, labels.offsets[0]).to_numpy(zero_copy_only=False)
-    is_question_label = pc.equal(pc.list_flatten(labels), "QUESTION").to_numpy(zero_copy_only=False)
+    is_question_label = flat_codes(labels, LABELS)[0] == LABELS.index("QUESTION")
     nonempty = offsets[1:] > offsets[:-1]
     out = np.zeros(table.num_rows, dtype=bool)
     out[nonempty] = is_question_label[offsets[1:][nonempty] - 1]
@@ -69,16 +70,18 @@ class _Tally:
     """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train rows."""
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard)
+        table = read_rows(shard, ["corpus", "lang", "doc_id", "labels", "split"], dictionary=True)
         train = _train(table)
-        part = table.filter(pa.array(train))
-        words = int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
-        flat = pc.list_flatten(part["labels"])
-        questions = int(pc.sum(pc.equal(flat, "QUESTION")).as_py() or 0)
+        codes, _ = flat_codes(table["labels"], LABELS)
+        lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
+        question = codes == LABELS.index("QUESTION")
+        per_row = np.add.reduceat(question, np.r_[0, np.cumsum(lengths)[:-1]]) if len(codes) else np.zeros(0)
+        per_row = np.where(lengths > 0, per_row, 0)
+        words = int(lengths[train].sum())
+        questions = int(per_row[train].sum())
         is_question = _question_rows(table) & train
-        q_rows = table.filter(pa.array(is_question))
-        q_words = int(pc.sum(pc.list_value_length(q_rows["words"])).as_py() or 0)
-        q_labels = int(pc.sum(pc.equal(pc.list_flatten(q_rows["labels"]), "QUESTION")).as_py() or 0)
+        q_words = int(lengths[is_question].sum())
+        q_labels = int(per_row[is_question].sum())
         _, _, docs = _train_docs_by_lang(table, train)
         payload = {
             "words": words,
@@ -92,21 +95,29 @@ class _Tally:
         return StepResult(None, payload=payload)
 
 
-def copies_of(i: int, k: int, m: int, offset: float) -> int:
-    """How many of K copies question sentence i (of M) gets: systematic, exactly K in all."""
-    return math.floor((i + 1) * k / m + offset) - math.floor(i * k / m + offset)
+def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
+    """Uniform draws in [0, 1) fixed by (seed, i, j, stream): splitmix64 of the four, vectorized (a
+    numpy Generator per copy costs 20 us; millions of copies need array arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = np.uint64(seed & (2**64 - 1)) * np.uint64(0x9E3779B97F4A7C15)
+        for value in (i.astype(np.uint64), j.astype(np.uint64), np.uint64(stream)):
+            x = (x ^ value) * np.uint64(0xBF58476D1CE4E5B9)
+            x ^= x >> np.uint64(31)
+            x = x * np.uint64(0x94D049BB133111EB)
+            x ^= x >> np.uint64(29)
+    return (x >> np.uint64(11)).astype(np.float64) / float(2**53)
 
 
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(self, seed, k, m, offset, q_before, docs_before, docs_total, shard_of_doc, folder):
+    def __init__(self, seed, k, m, offset, q_before, docs_before, docs_total, starts, folder):
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
         self.q_before, self.docs_before, self.docs_total = q_before, docs_before, docs_total
-        self.shard_of_doc, self.folder = shard_of_doc, str(folder)
+        self.starts, self.folder = starts, str(folder)
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard)
+        table = read_segments(shard, dictionary=True)
         train = _train(table)
         row_doc, langs, _ = _train_docs_by_lang(table, train)
         rows = np.flatnonzero(_question_rows(table) & train)
@@ -114,35 +125,45 @@ class _Copies:
         first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
         seen: Counter = Counter()
         doc_number = np.full(len(first_rows), -1, np.int64)
-        for d, row in enumerate(first_rows.tolist()):
-            if train[row]:
-                doc_number[d] = self.docs_before[shard.index].get(langs[d], 0) + seen[langs[d]]
-                seen[langs[d]] += 1
-        out: dict[int, list] = {}
-        for local, row in enumerate(rows.tolist()):
-            i = self.q_before[shard.index] + local
-            lang = langs[row_doc[row]]
-            own, n_docs = doc_number[row_doc[row]], self.docs_total[lang]
-            for j in range(copies_of(i, self.k, self.m, self.offset)):
-                rng = np.random.default_rng([self.seed, i, j])
-                target = int(rng.integers(n_docs))
-                while n_docs > 1 and target == own:
-                    target = int(rng.integers(n_docs))
-                position = float(rng.random())
-                where, local_doc = self.shard_of_doc(lang, target)
-                out.setdefault(where, []).append((local_doc, i, j, position, row))
-        for where, copies in out.items():
-            rows_taken = pa.array([c[4] for c in copies], pa.int64())
-            part = table.take(rows_taken).drop_columns(["corpus", "doc_id", "seg_id", "split"])
-            part = part.append_column("target_lang", pa.array([langs[row_doc[c[4]]] for c in copies], pa.string()))
-            part = part.append_column("target_doc", pa.array([c[0] for c in copies], pa.int64()))
-            part = part.append_column("order_i", pa.array([c[1] for c in copies], pa.int64()))
-            part = part.append_column("order_j", pa.array([c[2] for c in copies], pa.int64()))
-            part = part.append_column("position", pa.array([c[3] for c in copies], pa.float64()))
-            target = Path(self.folder) / f"{where:05d}"
-            target.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part, target / f"{shard.index:05d}.parquet")
-        return StepResult(None, payload={where: len(c) for where, c in out.items()})
+        for d in np.flatnonzero(train[first_rows]).tolist():
+            doc_number[d] = self.docs_before[shard.index].get(langs[d], 0) + seen[langs[d]]
+            seen[langs[d]] += 1
+        # the copies of each question sentence: i its number over the dataset, j the copy's
+        i = self.q_before[shard.index] + np.arange(len(rows))
+        n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
+        n_copies = n_copies.astype(np.int64)
+        row = np.repeat(rows, n_copies)
+        i = np.repeat(i, n_copies)
+        j = np.arange(len(i)) - np.repeat(np.cumsum(n_copies) - n_copies, n_copies)
+        lang = np.array([langs[d] for d in row_doc[row]], dtype=object)
+        n_docs = np.array([self.docs_total[g] for g in lang], np.int64)
+        own = doc_number[row_doc[row]]
+        # a document of the same language, not its own: uniform over the others
+        others = np.maximum(n_docs - 1, 1)
+        target = np.minimum((uniform(self.seed, i, j, 0) * others).astype(np.int64), others - 1)
+        target = np.where((n_docs > 1) & (target >= own), target + 1, target)
+        position = uniform(self.seed, i, j, 1)
+        where = np.zeros(len(i), np.int64)
+        local_doc = np.zeros(len(i), np.int64)
+        for g in set(lang.tolist()):
+            mask = lang == g
+            starts = self.starts[g]
+            where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
+            local_doc[mask] = target[mask] - starts[where[mask]]
+        out = {}
+        for w in np.unique(where).tolist():
+            mask = where == w
+            part = table.take(pa.array(row[mask])).drop_columns(["corpus", "doc_id", "seg_id", "split"])
+            part = part.append_column("target_lang", pa.array(lang[mask].tolist(), pa.string()))
+            part = part.append_column("target_doc", pa.array(local_doc[mask], pa.int64()))
+            part = part.append_column("order_i", pa.array(i[mask], pa.int64()))
+            part = part.append_column("order_j", pa.array(j[mask], pa.int64()))
+            part = part.append_column("position", pa.array(position[mask], pa.float64()))
+            folder = Path(self.folder) / f"{w:05d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(part, folder / f"{shard.index:05d}.parquet")
+            out[w] = int(mask.sum())
+        return StepResult(None, payload=out)
 
 
 class _Write:
@@ -165,7 +186,7 @@ class _Write:
         return table.take(order)
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard)
+        table = read_segments(shard, dictionary=True)
         counts = Counts()
         incoming = self._incoming(shard)
         if incoming is not None and incoming.num_rows:
@@ -194,64 +215,49 @@ class _Write:
 
 
 def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
-    """Rows of ``table`` with ``incoming`` copies placed inside their target train documents."""
+    """Rows of ``table`` with ``incoming`` copies placed inside their target train documents (copy
+    k after a segment drawn by its position); only the documents that receive copies are walked."""
     train = _train(table)
     row_doc, langs, _ = _train_docs_by_lang(table, train)
+    n = table.num_rows
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]
+    ends = np.r_[first_rows[1:], n]
     # (lang, local train-document number) -> document index in this shard
     seen: Counter = Counter()
     local: dict[tuple[str, int], int] = {}
-    for d, row in enumerate(first_rows.tolist()):
-        if train[row]:
-            local[(langs[d], seen[langs[d]])] = d
-            seen[langs[d]] += 1
-    rows_of = [list(range(a, b)) for a, b in zip(first_rows.tolist(), [*first_rows[1:].tolist(), table.num_rows])]
-    placed = [[("row", r) for r in rows] for rows in rows_of]
-    touched = set()
-    for k, (lang, target, position) in enumerate(
-        zip(incoming["target_lang"].to_pylist(), incoming["target_doc"].to_pylist(), incoming["position"].to_pylist())
-    ):
+    for d in np.flatnonzero(train[first_rows]).tolist():
+        local[(langs[d], seen[langs[d]])] = d
+        seen[langs[d]] += 1
+    placed: dict[int, list[int]] = {}  # document -> its rows and copies (copy k as n + k)
+    targets = zip(incoming["target_lang"].to_pylist(), incoming["target_doc"].to_pylist(),
+                  incoming["position"].to_pylist())  # fmt: skip
+    for k, (lang, target, position) in enumerate(targets):
         d = local[(lang, target)]
-        slot = min(int(position * (len(placed[d]) + 1)), len(placed[d]))
-        placed[d].insert(slot, ("copy", k))
-        touched.add(d)
-    pieces, seg_ids = [], []
-    copies = incoming.select(["words", "labels", "case", "surface", "lang"])
-    for d, items in enumerate(placed):
-        for k, (kind, index) in enumerate(items):
-            pieces.append((kind, index, d))
-            seg_ids.append(k if d in touched else None)
-    base = table.take(pa.array([r if kind == "row" else first_rows[d] for kind, r, d in pieces]))
-    # copy rows: the target document's corpus, doc_id and split; the sentence's own words and labels
-    is_copy = np.array([kind == "copy" for kind, _, _ in pieces])
-    if is_copy.any():
-        source = copies.take(pa.array([index for kind, index, _ in pieces if kind == "copy"]))
-        for name in ("words", "labels", "case", "surface", "lang"):
-            column = base[name].combine_chunks()
-            merged = _scatter(column, is_copy, source[name].combine_chunks())
-            base = with_column(base, name, merged)
-    seg = [s if s is not None else v for s, v in zip(seg_ids, base["seg_id"].to_pylist())]
-    return with_column(base, "seg_id", pa.array(seg, pa.int32()))
-
-
-def _scatter(column: pa.Array, mask: np.ndarray, values: pa.Array) -> pa.Array:
-    """``column`` with the ``mask`` rows replaced by ``values`` in order."""
-    order = np.empty(len(mask), np.int64)
-    order[~mask] = np.flatnonzero(~mask)
-    order[mask] = len(mask) + np.arange(int(mask.sum()))
-    return pa.concat_arrays([column, values.cast(column.type)]).take(pa.array(order))
-
-
-class _ShardOfDoc:
-    """(language, train-document number over the dataset) -> (shard, its number within the shard)."""
-
-    def __init__(self, starts: dict[str, np.ndarray]):
-        self.starts = starts
-
-    def __call__(self, lang: str, target: int) -> tuple[int, int]:
-        starts = self.starts[lang]
-        shard = int(np.searchsorted(starts, target, side="right")) - 1
-        return shard, target - int(starts[shard])
+        items = placed.setdefault(d, list(range(first_rows[d], ends[d])))
+        items.insert(min(int(position * (len(items) + 1)), len(items)), n + k)
+    pieces, start = [], 0
+    for d in sorted(placed):
+        pieces.append(np.arange(start, first_rows[d]))
+        pieces.append(np.array(placed[d], np.int64))
+        start = ends[d]
+    pieces.append(np.arange(start, n))
+    order = np.concatenate(pieces)
+    # copy rows: their target document's corpus, doc_id and split; the sentence's own words and labels
+    target_rows = np.array([first_rows[local[(lang, t)]] for lang, t in
+                            zip(incoming["target_lang"].to_pylist(), incoming["target_doc"].to_pylist())])  # fmt: skip
+    copies = table.take(pa.array(target_rows))
+    for name in ("words", "labels", "case", "surface", "lang"):
+        copies = with_column(copies, name, incoming[name].combine_chunks().cast(table.schema.field(name).type))
+    combined = pa.concat_tables([table, copies]).take(pa.array(order))
+    # seg_id renumbered inside the documents that received copies
+    seg = combined["seg_id"].to_numpy().copy()
+    sizes = ends - first_rows
+    touched = np.array(sorted(placed), np.int64)
+    sizes[touched] = [len(placed[d]) for d in touched.tolist()]
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    for d in touched.tolist():
+        seg[starts[d] : starts[d] + sizes[d]] = np.arange(sizes[d])
+    return with_column(combined, "seg_id", pa.array(seg, pa.int32()))
 
 
 def _vocabulary(runner, shards) -> list[str]:
@@ -264,9 +270,9 @@ def _vocabulary(runner, shards) -> list[str]:
 
 class _TrainWords:
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard)
-        words = pc.list_flatten(table.filter(pa.array(_train(table)))["words"])
-        return StepResult(None, payload=pc.unique(words).to_pylist() if len(words) else [])
+        table = read_rows(shard, ["words", "split"], dictionary=True)
+        codes, values = flat_codes(table.filter(pa.array(_train(table)))["words"])
+        return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
 
 
 def oversample_dataset(
@@ -316,9 +322,7 @@ def oversample_dataset(
                     running.update(t["docs"])
                 starts = {lang: np.array([b.get(lang, 0) for b in docs_before]) for lang in running}
                 copies_folder = scratch / "copies"
-                step = _Copies(
-                    seed, k, m, offset, q_before, docs_before, dict(running), _ShardOfDoc(starts), copies_folder
-                )
+                step = _Copies(seed, k, m, offset, q_before, docs_before, dict(running), starts, copies_folder)
                 for result in run_step(runner, step, shards, label="oversample: copies"):
                     incoming.update(result.payload)
             # augmentation draws by a segment's index among train's, the copies included
