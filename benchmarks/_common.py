@@ -10,7 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "corpora"
-sys.path.insert(0, str(ROOT))
 
 
 def require_shared() -> Path:

@@ -47,26 +47,34 @@ def build(folder: Path, repeat: int) -> dict:
 
 
 def run(args) -> dict:
-    from pipeline.engine import IngestTextStep, line_shards, run_sharded
+    from pipeline.ingest import ingest
 
     repeat, engine, workers = int(args[1]), args[2], int(args[3])
+    words, seconds = 0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         langs = build(Path(tmp), repeat)
-        shards = line_shards(sorted(langs), 5_000)  # smaller than a file at 1x: every size has full shards
-        start = time.perf_counter()
-        results = run_sharded(
-            IngestTextStep(langs, "bench", "csv"), shards, Path(tmp) / "out", engine=engine, workers=workers
-        )
-        seconds = time.perf_counter() - start
+        by_lang: dict[str, list[str]] = {}
+        for path, lang in sorted(langs.items()):
+            by_lang.setdefault(lang, []).append(path)
+        for lang, paths in sorted(by_lang.items()):  # a corpus per language, each on the engine
+            start = time.perf_counter()
+            report = ingest(
+                "text",
+                paths,
+                lang,
+                "bench",
+                Path(tmp) / f"out-{lang}",
+                options={"doc_boundary": "line", "quoting": "csv"},
+                engine=engine,
+                workers=workers,
+                lines_per_shard=5_000,
+            )  # smaller than a file at 1x: every size has full shards
+            seconds += time.perf_counter() - start
+            words += report["words"]
     peak = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     )
-    return {
-        "words": sum(r["words"] for r in results),
-        "seconds": seconds,
-        "peak_rss_mb": peak / 1024,
-        "shards": len(shards),
-    }
+    return {"words": words, "seconds": seconds, "peak_rss_mb": peak / 1024}
 
 
 def main() -> None:

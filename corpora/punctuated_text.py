@@ -65,9 +65,16 @@ def shard_lines(shard: LineShard, quoting: str) -> tuple[pa.Array, np.ndarray]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.endswith("\n"):
         text = text[:-1]
-    if quoting == "csv":
-        text = unquote_csv(text, shard.path, shard.first_line + 1)
     lines = split_exactly(text)
+    if quoting == "csv":  # only lines that start with a quote are CSV fields
+        quoted = np.flatnonzero(pc.starts_with(lines, '"').to_numpy(zero_copy_only=False))
+        if len(quoted):
+            first = shard.first_line + 1
+            fixed = [unquote_csv(line, shard.path, first + int(i)) for i, line in
+                     zip(quoted, lines.take(pa.array(quoted)).to_pylist())]  # fmt: skip
+            mask = np.zeros(len(lines), bool)
+            mask[quoted] = True
+            lines = pc.replace_with_mask(lines, pa.array(mask), pa.array(fixed, pa.string()))
     if len(lines) != len(blank):  # cannot happen: both split at the same line ends
         raise RuntimeError(f"{shard.path}: {len(lines)} lines but {len(blank)} blank flags")
     return lines, blank

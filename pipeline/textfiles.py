@@ -25,14 +25,14 @@ from . import io
 _INVISIBLE = "\u200b\u2060\ufeff\u00ad\u200e\u200f\u200c\u200d"
 _BLANK_TEXT = re.compile(rf"[\s\x00-\x1f\x7f{_INVISIBLE}]*")
 
-# byte classes: 0 says nothing (whitespace, controls, continuation bytes), 1 starts a visible
-# character, 2 leads a multi-byte character that may be an invisible one (decided in Python)
-_CLASS = np.ones(256, dtype=np.int8)
+# byte classes: 0 says nothing (whitespace, controls, continuation bytes), 2 starts a visible
+# character, 1 leads a multi-byte character that may be an invisible one (decided in Python)
+_CLASS = np.full(256, 2, dtype=np.int8)
 _CLASS[:0x21] = 0
 _CLASS[0x7F] = 0
 _CLASS[0x80:0xC0] = 0
 for _lead in (0xC2, 0xE1, 0xE2, 0xE3, 0xEF):  # U+0085/00A0/00AD, U+1680, U+2000-206F, U+3000, U+FEFF
-    _CLASS[_lead] = 2
+    _CLASS[_lead] = 1
 
 BLOCK = 1 << 23
 
@@ -63,11 +63,17 @@ def line_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def blank_flags(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Which of the lines [starts, ends) of ``data`` are blank (see the module doc)."""
+    blank = np.ones(len(starts), dtype=bool)
+    nonempty = np.flatnonzero(ends > starts)
+    if not len(nonempty):
+        return blank
     classes = _CLASS[data]
-    visible = np.r_[0, np.cumsum(classes == 1)]
-    maybe = np.r_[0, np.cumsum(classes == 2)]
-    blank = (visible[ends] - visible[starts]) == 0
-    undecided = np.flatnonzero(blank & ((maybe[ends] - maybe[starts]) > 0))
+    # the highest class in each line: 2, a visible character; 1, only bytes to look at (a line's
+    # terminator is class 0, so reducing up to the next line's start is the same)
+    top = np.zeros(len(starts), dtype=np.int8)
+    top[nonempty] = np.maximum.reduceat(classes, starts[nonempty])
+    blank = top == 0
+    undecided = np.flatnonzero(top == 1)
     for i in undecided.tolist():
         text = bytes(data[starts[i] : ends[i]]).decode("utf-8", errors="replace")
         blank[i] = _BLANK_TEXT.fullmatch(text) is not None
