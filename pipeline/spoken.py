@@ -1,8 +1,10 @@
 """Spoken-form step: written numbers in labelled segments replaced by their spoken words.
 
-``100,`` labelled COMMA becomes ``one hundred`` with the COMMA on ``hundred``: the mark
-stays after the last spoken word, so reference text looks like ASR output (Rao
-2022's Malay normalization; English reference text made ASR-like).
+``$45 billion.`` (words ``$45 billion``, labels ``O PERIOD``) becomes ``forty five billion
+dollars`` with the PERIOD on ``dollars``: each input word's label goes to the output word
+that :meth:`pipeline.verbalize.Verbalizer.speak` names as its source, every other output
+word gets ``O``.  So reference text looks like ASR output (Rao 2022's Malay
+normalization; English reference text made ASR-like) and no mark is lost.
 """
 
 from __future__ import annotations
@@ -14,32 +16,36 @@ import pyarrow.compute as pc
 
 from .schema import segments_table
 
+#: labels after which a group of words may not go on (a sentence ends there)
+_SENTENCE_ENDS = frozenset({"PERIOD", "QUESTION"})
+
 
 def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
-    """The table with every word a grammar accepts replaced by its spoken form."""
+    """The table with every group of words a grammar reads replaced by its spoken form.
+
+    Counts: ``spoken:<class>`` and ``left_written:<reason>`` per group (see
+    :class:`pipeline.verbalize.Spoken`), and ``words_spoken``, their sum over spoken classes.
+    """
     counts: Counter = Counter()
     if table.num_rows == 0:
         return table, counts
     flat = pc.list_flatten(table["words"])
-    if not pc.any(pc.match_substring_regex(flat, "[0-9]|^www\\.|^https?://")).as_py():
+    if not pc.any(
+        pc.match_substring_regex(flat, "[0-9\u0966-\u096f\u09e6-\u09ef\u00bc-\u00be\u2150-\u215e]|^www\\.|^https?://")
+    ).as_py():
         return table, counts
     new_words, new_labels = [], []
     for words, labels in zip(table["words"].to_pylist(), table["labels"].to_pylist()):
-        out_w, out_l = [], []
-        for word, label in zip(words, labels):
-            spoken = verbalizer.verbalize(word) if verbalizer.might_apply(word) else None
-            if spoken:
-                parts = spoken.split()
-                out_w.extend(parts)
-                out_l.extend(["O"] * (len(parts) - 1) + [label])
-                counts["words_spoken"] += 1
-            else:
-                if verbalizer.might_apply(word):
-                    counts["numbers_left_written"] += 1
-                out_w.append(word)
-                out_l.append(label)
-        new_words.append(out_w)
-        new_labels.append(out_l)
+        if not any(verbalizer.might_apply(w) for w in words):
+            new_words.append(words)
+            new_labels.append(labels)
+            continue
+        stops = [i for i, label in enumerate(labels) if label in _SENTENCE_ENDS]
+        spoken = verbalizer.speak(words, stops)
+        new_words.append(spoken.words)
+        new_labels.append([labels[i] if i >= 0 else "O" for i in spoken.source])
+        counts.update(spoken.counts)
+    counts["words_spoken"] = sum(n for key, n in counts.items() if key.startswith("spoken:"))
     first = table.slice(0, 1)
     out = segments_table(
         first["corpus"][0].as_py(),
