@@ -106,10 +106,11 @@ def expand_numbers(
         if not group.readings:
             continue
         segments = hypothesis.best(group.readings)
-        ends = label_positions(segments)
-        flat = [w for segment in segments for w in segment]
-        pieces += [keys.slice(done, group.start - done), pa.array(flat, pa.string())]
-        lengths[group.start : group.end] = np.diff(np.r_[-1, ends])
+        previous = -1
+        for k, end in enumerate(label_positions(segments)):
+            lengths[group.start + k] = end - previous
+            previous = end
+        pieces += [keys.slice(done, group.start - done), pa.array([w for s in segments for w in s], pa.string())]
         done = group.end
     pieces.append(keys.slice(done))
     return pa.concat_arrays(pieces), np.repeat(np.arange(n, dtype=np.int64), lengths)
@@ -120,14 +121,20 @@ def _number_groups(words: pa.Array, with_digits: np.ndarray, verbalizer):
     reach = verbalizer.max_words
     # runs of number words close enough that one group could span them are read together
     breaks = np.flatnonzero(np.diff(with_digits) > 2 * reach) + 1
-    for run in np.split(with_digits, breaks):
-        lo = max(0, int(run[0]) - reach + 1)
-        hi = min(len(words), int(run[-1]) + reach)
-        text = [w.lower().strip("\"'()[]{}") for w in words.slice(lo, hi - lo).to_pylist()]
-        for group in verbalizer.analyse(text, candidates=(run - lo).tolist()):
-            group.start += lo
-            group.end += lo
-            yield group
+    runs = np.split(with_digits, breaks)
+    spans = [(max(0, int(run[0]) - reach + 1), min(len(words), int(run[-1]) + reach)) for run in runs]
+    # the words near numbers, fetched and read at once; a group never spans two stretches
+    near = np.concatenate([np.arange(lo, hi) for lo, hi in spans])
+    text = [w.lower().strip("\"'()[]{}") for w in words.take(pa.array(near)).to_pylist()]
+    lengths = np.array([hi - lo for lo, hi in spans])
+    stretch_ends = set((np.cumsum(lengths) - 1).tolist())
+    starts = np.cumsum(lengths) - lengths
+    candidates = np.concatenate([run - lo + start for run, (lo, _), start in zip(runs, spans, starts)])
+    for group in verbalizer.analyse(text, stops=stretch_ends, candidates=candidates.tolist()):
+        shift = int(near[group.start]) - group.start
+        group.start += shift
+        group.end += shift
+        yield group
 
 
 class _HypothesisWords:

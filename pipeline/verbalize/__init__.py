@@ -173,8 +173,11 @@ class Verbalizer:
         out = [(o, float(w)) for _, o, w in best.paths().items()]
         return sorted(out, key=lambda p: p[1])
 
-    def _window(self, text: str) -> list[tuple[str, list[list[str]]]] | None:
-        """The classes and readings of one window, best first; None if no spoken or left class accepts it."""
+    def _window(self, text: str, n_words: int) -> tuple[str, list[list[list[str]]]] | None:
+        """The class and readings of a window of ``n_words`` words, best first.
+
+        None when no spoken or left class reads it with at least one output word per input word.
+        """
         cached = self._windows.get(text, False)
         if cached is not False:
             return cached
@@ -192,7 +195,15 @@ class Verbalizer:
                 # further readings of the same class (2012: "two thousand twelve") or of a class that
                 # exists to offer them; another class's parse of the same text is no reading of it
                 best = readings[0][0]
-                found = [r for r in readings if r[0] == best or r[0] in self.alternative]
+                usable = [
+                    segments
+                    for name, segments in readings
+                    if (name == best or name in self.alternative)
+                    and len(segments) == n_words
+                    and label_positions(segments) is not None
+                ]
+                if usable and usable[0] is readings[0][1]:
+                    found = (best, usable)
         if len(self._windows) >= _CACHE_LIMIT:
             self._windows.clear()
         self._windows[text] = found
@@ -214,26 +225,27 @@ class Verbalizer:
         if candidates is None:
             candidates = [i for i, word in enumerate(words) if self.might_apply(word)]
         position = 0  # words before this one are settled
+        windows, starters = self._windows, self.starters
         for d in candidates:
             if d < position:
                 continue
             group = None
             for start in range(max(position, d - self.max_words + 1), d + 1):
-                if start < d and words[start] not in self.starters:
+                if start < d and words[start] not in starters:
                     continue
-                if any(k in stops for k in range(start, d)):
+                if stops and any(k in stops for k in range(start, d)):
                     continue
                 longest = min(self.max_words, n - start)
                 for end in range(start + longest, d, -1):
-                    if any(k in stops for k in range(d, end - 1)):
+                    if stops and any(k in stops for k in range(d, end - 1)):
                         continue
-                    found = self._window(" ".join(words[start:end]))
+                    text = " ".join(words[start:end])
+                    found = windows.get(text, False)
+                    if found is False:
+                        found = self._window(text, end - start)
                     if found is None:
                         continue
-                    name, segments = found[0]
-                    if len(segments) != end - start or label_positions(segments) is None:
-                        continue
-                    readings = [s for _, s in found if len(s) == end - start and label_positions(s) is not None]
+                    name, readings = found
                     group = Group(start, end, name, name not in self.left, readings)
                     break
                 if group:
