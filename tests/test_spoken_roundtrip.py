@@ -88,3 +88,18 @@ def test_inverse_normalizer_reads_the_spoken_forms_back(lang, inverse_normalizer
                 failures.append(f"{family}.cases:{lineno}: {written!r} -> {spoken!r} -> {back!r}")
     assert compared > 300
     assert not failures, "\n".join(failures)
+
+
+def test_hindi_number_words_are_known_to_the_inverse_normalizer():
+    """Every Hindi word for 0-99 is one NeMo's Hindi inverse normalizer reads (95: पंचानबे, not पचानबे)."""
+    nemo = pytest.importorskip("nemo_text_processing")
+    from pathlib import Path
+
+    folder = Path(nemo.__file__).parent / "inverse_text_normalization/hi/data/numbers"
+    known: dict[int, set[str]] = {}
+    for name in ("digit.tsv", "teens_and_ties.tsv", "zero.tsv"):
+        for digits, word in (line.split("\t")[:2] for line in (folder / name).read_text("utf-8").splitlines() if line):
+            known.setdefault(int(digits.translate(DEVANAGARI_DIGITS)), set()).add(unicodedata.normalize("NFC", word))
+    ours = tsv_dict(LEXICON_DIR / "hi/verbalize/numbers.tsv")
+    unknown = {n: w for n, (w,) in ours.items() if unicodedata.normalize("NFC", w) not in known[int(n)]}
+    assert not unknown
