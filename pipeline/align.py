@@ -42,6 +42,7 @@ from .executor import map_ordered
 from .labels import LABELS
 from .schema import segments_table
 from .scripts import dominant_script
+from .verbalize import NUMERIC_PATTERN, label_positions
 
 POLICIES = ("guerreiro", "ueffing", "nearest")
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
@@ -85,36 +86,80 @@ def expand_numbers(
 ) -> tuple[pa.Array, np.ndarray]:
     """Reference keys with numbers spoken; returns the tokens and each token's word index.
 
-    Where the grammars read a number several ways (1990: "one thousand nine hundred
-    ninety", "nineteen ninety"), the reading with most words found in the
-    hypothesis document wins; the first grammar's on a tie.
+    The reference is read as the spoken step reads it (:meth:`Verbalizer.analyse`): whole
+    groups (``$45 billion``, ``in 1990``, ``july 25 2012``), each input word owning at least
+    one token.  Where a group has several readings (2012: "twenty twelve", "two thousand
+    twelve"; 9/11, left as written: "nine eleven"), the reading found as a phrase in the
+    hypothesis document wins, then the one with most words in its vocabulary, the spoken
+    step's reading on a tie.
     """
     n = len(keys)
     with_digits = (
-        np.flatnonzero(pc.match_substring_regex(keys, "[0-9]").to_numpy(zero_copy_only=False))
+        np.flatnonzero(pc.match_substring_regex(words, NUMERIC_PATTERN).to_numpy(zero_copy_only=False))
         if verbalizer is not None and n
         else np.zeros(0, dtype=np.int64)
     )
     if not len(with_digits):
         return keys, np.arange(n, dtype=np.int64)
     pieces, lengths, done = [], np.ones(n, dtype=np.int64), 0
-    vocabulary = None
-    for i in with_digits.tolist():
-        readings = verbalizer.readings(words[i].as_py().lower().strip("\"'()[]{}"))
-        if not readings:
+    hypothesis = _HypothesisWords(hyp_keys)
+    for group in _number_groups(words, with_digits, verbalizer):
+        if not group.readings:
             continue
-        if len(readings) > 1 and hyp_keys is not None:
-            if vocabulary is None:
-                vocabulary = set(pc.unique(hyp_keys).to_pylist())
-            found = [sum(w in vocabulary for w in r.split()) / len(r.split()) for r in readings]
-            parts = readings[int(np.argmax(found))].split()
-        else:
-            parts = readings[0].split()
-        pieces += [keys.slice(done, i - done), pa.array(parts, pa.string())]
-        lengths[i] = len(parts)
-        done = i + 1
+        segments = hypothesis.best(group.readings)
+        previous = -1
+        for k, end in enumerate(label_positions(segments)):
+            lengths[group.start + k] = end - previous
+            previous = end
+        pieces += [keys.slice(done, group.start - done), pa.array([w for s in segments for w in s], pa.string())]
+        done = group.end
     pieces.append(keys.slice(done))
     return pa.concat_arrays(pieces), np.repeat(np.arange(n, dtype=np.int64), lengths)
+
+
+def _number_groups(words: pa.Array, with_digits: np.ndarray, verbalizer):
+    """The verbalizer's groups around the words with digits, reading only the words near them."""
+    reach = verbalizer.max_words
+    # runs of number words close enough that one group could span them are read together
+    breaks = np.flatnonzero(np.diff(with_digits) > 2 * reach) + 1
+    runs = np.split(with_digits, breaks)
+    spans = [(max(0, int(run[0]) - reach + 1), min(len(words), int(run[-1]) + reach)) for run in runs]
+    # the words near numbers, fetched and read at once; a group never spans two stretches
+    near = np.concatenate([np.arange(lo, hi) for lo, hi in spans])
+    text = [w.lower().strip("\"'()[]{}") for w in words.take(pa.array(near)).to_pylist()]
+    lengths = np.array([hi - lo for lo, hi in spans])
+    stretch_ends = set((np.cumsum(lengths) - 1).tolist())
+    starts = np.cumsum(lengths) - lengths
+    candidates = np.concatenate([run - lo + start for run, (lo, _), start in zip(runs, spans, starts)])
+    for group in verbalizer.analyse(text, stops=stretch_ends, candidates=candidates.tolist()):
+        shift = int(near[group.start]) - group.start
+        group.start += shift
+        group.end += shift
+        yield group
+
+
+class _HypothesisWords:
+    """The hypothesis document's words and text, built on first use, to pick among readings."""
+
+    def __init__(self, hyp_keys: pa.Array | None):
+        self._keys = hyp_keys
+        self._vocabulary: set[str] | None = None
+        self._text = ""
+
+    def best(self, readings: list[list[list[str]]]) -> list[list[str]]:
+        if len(readings) == 1 or self._keys is None:
+            return readings[0]
+        if self._vocabulary is None:
+            self._vocabulary = set(pc.unique(self._keys).to_pylist())
+            self._text = " " + " ".join(self._keys.to_pylist()) + " "
+
+        def score(reading):
+            flat = [w for segment in reading for w in segment]
+            phrase = f" {' '.join(flat)} " in self._text
+            return phrase, sum(w in self._vocabulary for w in flat) / len(flat)
+
+        scores = [score(r) for r in readings]
+        return readings[scores.index(max(scores))]
 
 
 def canonical_hypothesis(keys: pa.Array) -> pa.Array:
