@@ -21,12 +21,14 @@ export PYTHONHASHSEED := 0
 
 setup: $(STAMP)
 
-# the pinned set, then the project itself (editable: the console command `punct-corpora`, the
+# the pinned set, NeMo's inverse normalizer (the spoken-form round trip; its pynini pin conflicts,
+# so without deps), then the project itself (editable: the console command `punct-corpora`, the
 # reader plugins and the lexicons package resolve to this checkout)
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-itn.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-itn.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
