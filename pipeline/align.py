@@ -58,7 +58,7 @@ from .scripts import dominant_script
 POLICIES = ("guerreiro", "ueffing", "nearest")
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
 _CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
-_CASE_O, _CASE_U, _CASE_A, _CASE_M = range(len(CASE_LABELS))
+_CASE_O, _CASE_U, _CASE_M = (CASE_TO_ID[c] for c in ("O", "U", "M"))
 # unit words after which the hypothesis's "a" means "one" (a hundred, a thousand)
 _A_MEANS_ONE = frozenset({"hundred", "thousand", "million", "billion", "trillion"})
 _EQUAL, _SUB, _DEL = 0, 1, 2

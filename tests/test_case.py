@@ -321,7 +321,7 @@ def test_case_of_a_number_spoken_as_words_is_dropped():
     assert list(result.hyp_codes)[-1] == LABEL_TO_ID["PERIOD"]  # the mark still moves
 
 
-def test_hypothesis_case_is_replaced_and_said(shared):
+def test_hypothesis_case_is_replaced_and_said():
     ref = segments_table(
         "r", "en", ["d"], [0], [["anna", "met", "nasa"]], [["O", "O", "PERIOD"]], case=[["U", "O", "A"]]
     )
