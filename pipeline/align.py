@@ -24,6 +24,18 @@ aligned at or before the left word (a substituted left word counts; a deleted on
 hands the mark to the word before).  Inserted hypothesis words never receive a
 mark of their own.  Two marks landing on one gap keep the higher label
 (QUESTION > PERIOD > COMMA); the other is counted as merged.
+
+Case moves by the same alignment, word by word (a hypothesis is a lowercase transcript: its
+own case labels are replaced, and counted when it had any).  A case label belongs to its word,
+so the word is its own context: a hypothesis word aligned with a recognized reference word
+(equal, or near-identical) takes that word's label, under every policy; ``nearest`` also gives
+it to a substituted word aligned one-to-one (a misheard name, or another sentence-initial
+word, still starts with a capital).  A mixed-case label (``M``) keeps its exact form
+(``iPhone``) only on the same word; on another form (``iphones``) it becomes ``U`` or ``O`` by
+the form's first cased letter (counted as approximated).  A reference word that the alignment
+deleted, that was not recognized, or that is a number spoken as other words (``3D`` -> "three
+d") gives no label: its hypothesis words keep ``O``, and the label is counted as dropped with
+that reason.  Inserted hypothesis words keep ``O``.
 """
 
 from __future__ import annotations
@@ -39,13 +51,15 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from .executor import map_ordered
-from .labels import LABELS
+from .labels import CASE_LABELS, CASE_TO_ID, LABELS
 from .schema import segments_table
 from .scripts import dominant_script
 from .verbalize import NUMERIC_PATTERN, label_positions
 
 POLICIES = ("guerreiro", "ueffing", "nearest")
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
+_CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
+_CASE_O, _CASE_U, _CASE_M = (CASE_TO_ID[c] for c in ("O", "U", "M"))
 # unit words after which the hypothesis's "a" means "one" (a hundred, a thousand)
 _A_MEANS_ONE = frozenset({"hundred", "thousand", "million", "billion", "trillion"})
 _EQUAL, _SUB, _DEL = 0, 1, 2
@@ -65,6 +79,9 @@ class DocumentAlignment:
     insertions: int = 0
     ref_tokens: int = 0
     marks: Counter = field(default_factory=Counter)  # transferred / moved / dropped:<reason>
+    hyp_case: np.ndarray | None = None  # one case label id per hypothesis word
+    hyp_surface: dict = field(default_factory=dict)  # hypothesis index -> exact form, where the label is M
+    case: Counter = field(default_factory=Counter)  # reference / transferred / approximated / dropped:<reason>
 
 
 def match_keys(words: pa.Array) -> pa.Array:
@@ -288,18 +305,25 @@ def align_document(
     hyp_words,
     policy: str = "guerreiro",
     verbalizer=None,
+    ref_case: np.ndarray | None = None,
+    ref_surface=None,
 ) -> DocumentAlignment:
     """Label ids for ``hyp_words`` transferred from the reference of the same document.
 
     Words are lists or Arrow string arrays; ``ref_codes`` label ids; ``ref_segment_end``
-    marks the last word of each reference segment.
+    marks the last word of each reference segment; ``ref_case`` case label ids (none: all O)
+    and ``ref_surface`` the exact forms of the mixed-case words (null elsewhere).
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
     ref_words = ref_words if isinstance(ref_words, pa.Array) else pa.array(ref_words, pa.string())
     hyp_words = hyp_words if isinstance(hyp_words, pa.Array) else pa.array(hyp_words, pa.string())
+    if ref_case is not None and not isinstance(ref_case, np.ndarray):
+        ref_case = np.array([CASE_TO_ID[c] for c in ref_case], dtype=np.int8)  # labels given by name
+    if ref_surface is not None and not isinstance(ref_surface, pa.Array):
+        ref_surface = pa.array(ref_surface, pa.string())
     n_ref, n_hyp = len(ref_words), len(hyp_words)
-    result = DocumentAlignment(hyp_codes=np.zeros(n_hyp, dtype=np.int8))
+    result = DocumentAlignment(hyp_codes=np.zeros(n_hyp, dtype=np.int8), hyp_case=np.zeros(n_hyp, dtype=np.int8))
     ref_keys = match_keys(ref_words)
     hyp_keys = canonical_hypothesis(match_keys(hyp_words))
     ref_tokens, owner = expand_numbers(ref_words, ref_keys, verbalizer, hyp_keys)
@@ -308,7 +332,9 @@ def align_document(
     status, aligned, block_end, result.substitutions, result.deletions, result.insertions = _pairs(
         ids[: len(ref_tokens)], ids[len(ref_tokens) :]
     )
-    if n_ref == 0 or not (ref_codes > 0).any():
+    has_marks = n_ref > 0 and bool((ref_codes > 0).any())
+    has_case = n_ref > 0 and ref_case is not None and bool((ref_case > 0).any())
+    if not has_marks and not has_case:
         return result
     # near-identical substitutions (okay/ok, colour/color, bird/birds) count as recognized
     subs = np.flatnonzero(status == _SUB)
@@ -319,6 +345,12 @@ def align_document(
             scorer=fuzz.ratio,
         )
         status[subs[similarity >= SIMILARITY]] = _EQUAL
+    if has_case:
+        _transfer_case(
+            result, ref_case, ref_surface, ref_words, ref_keys, ref_tokens, owner, status, aligned, hyp_words, policy
+        )
+    if not has_marks:
+        return result
     recognized = np.bincount(owner, weights=(status != _EQUAL), minlength=n_ref) == 0
     first_token = np.searchsorted(owner, np.arange(n_ref), side="left")
     last_token = np.searchsorted(owner, np.arange(n_ref), side="right") - 1
@@ -362,15 +394,80 @@ def align_document(
     return result
 
 
+def _transfer_case(
+    result: DocumentAlignment,
+    ref_case: np.ndarray,
+    ref_surface,
+    ref_words: pa.Array,
+    ref_keys: pa.Array,
+    ref_tokens: pa.Array,
+    owner: np.ndarray,
+    status: np.ndarray,
+    aligned: np.ndarray,
+    hyp_words: pa.Array,
+    policy: str,
+) -> None:
+    """The reference's case labels onto the hypothesis words aligned with their words (module
+    documentation: Case); only the cased reference words (U/A/M) are looked at."""
+    cased = np.flatnonzero(ref_case > 0)
+    first = np.searchsorted(owner, cased, side="left")  # each cased word's first spoken-form token
+    n_tokens = np.searchsorted(owner, cased, side="right") - first
+    # a number spoken as words: its tokens are not the word (one token may differ too: "5" -> five)
+    spoken = n_tokens != 1
+    single = np.flatnonzero(~spoken)
+    if len(single):
+        spoken[single] = pc.not_equal(
+            ref_tokens.take(pa.array(first[single])), ref_keys.take(pa.array(cased[single]))
+        ).to_numpy(zero_copy_only=False)
+    word_status = status[first]
+    deleted = ~spoken & (word_status == _DEL)
+    recognized = ~spoken & (word_status == _EQUAL)
+    substituted = ~spoken & (word_status == _SUB)
+    take = recognized | substituted if policy == "nearest" else recognized
+    targets, labels = aligned[first[take]], ref_case[cased[take]].astype(np.int8)
+    approximated = 0
+    for k in np.flatnonzero(labels == _CASE_M).tolist():
+        word = int(cased[take][k])
+        form = ref_surface[word].as_py() if ref_surface is not None else None
+        if form and hyp_words[int(targets[k])].as_py().lower() == ref_words[word].as_py().lower():
+            result.hyp_surface[int(targets[k])] = form
+        else:
+            labels[k] = _first_letter_case(form or "")
+            approximated += 1
+    result.hyp_case[targets] = labels
+    result.case.update(
+        {
+            "reference": len(cased),
+            "transferred": int(take.sum()),
+            "approximated": approximated,
+            "onto_substituted": int((take & substituted).sum()),
+            "dropped:word_deleted": int(deleted.sum()),
+            "dropped:word_not_recognized": int((substituted & ~take).sum()),
+            "dropped:number_spoken": int(spoken.sum()),
+        }
+    )
+    result.case = Counter({k: v for k, v in result.case.items() if v})
+
+
+def _first_letter_case(form: str) -> int:
+    """U when the first cased letter of ``form`` is a capital (McDonald), else O (iPhone)."""
+    for char in form:
+        if char.lower() != char.upper():
+            return _CASE_U if char.isupper() else _CASE_O
+    return _CASE_O
+
+
 @dataclass
 class _Document:
     words: pa.Array  # the document's words, in order
     codes: np.ndarray  # label id of each word
     segment_end: np.ndarray  # True for the last word of each segment
     positions: np.ndarray  # where the words sit in the table's flattened word column
+    case: np.ndarray | None = None  # case label id of each word (with_case)
+    surface: pa.Array | None = None  # exact form of each mixed-case word, else null (with_case)
 
 
-def _documents(table: pa.Table) -> dict[str, _Document]:
+def _documents(table: pa.Table, with_case: bool = False) -> dict[str, _Document]:
     """The table's documents (in first-seen order) as flat word sequences."""
     if table.num_rows == 0:
         return {}
@@ -378,6 +475,12 @@ def _documents(table: pa.Table) -> dict[str, _Document]:
     codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=_LABEL_ARRAY).to_numpy(
         zero_copy_only=False
     )
+    case = surface = None
+    if with_case:
+        case = pc.index_in(pc.list_flatten(table["case"].combine_chunks()), value_set=_CASE_ARRAY).to_numpy(
+            zero_copy_only=False
+        )
+        surface = pc.list_flatten(table["surface"].combine_chunks())
     lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
     ends = np.cumsum(lengths)
     segment_end = np.zeros(len(words), dtype=bool)
@@ -390,8 +493,14 @@ def _documents(table: pa.Table) -> dict[str, _Document]:
     docs = {}
     for k, doc_id in enumerate(encoded.dictionary.to_pylist()):
         positions = order[bounds[k] : bounds[k + 1]]
+        taken = pa.array(positions)
         docs[doc_id] = _Document(
-            words.take(pa.array(positions)), codes[positions].astype(np.int8), segment_end[positions], positions
+            words.take(taken),
+            codes[positions].astype(np.int8),
+            segment_end[positions],
+            positions,
+            case[positions].astype(np.int8) if with_case else None,
+            surface.take(taken) if with_case else None,
         )
     return docs
 
@@ -437,6 +546,11 @@ class AlignReport:
     labels_after: Counter = field(default_factory=Counter)
     ignored_hypothesis_labels: int = 0
     per_document: list = field(default_factory=list)
+    # reference (cased words), transferred, approximated, onto_substituted, dropped:<reason>
+    case: Counter = field(default_factory=Counter)
+    case_before: Counter = field(default_factory=Counter)  # case labels of the paired reference documents
+    case_after: Counter = field(default_factory=Counter)
+    ignored_hypothesis_case: int = 0
 
     def merge(self, other: AlignReport) -> AlignReport:
         self.documents += other.documents
@@ -447,6 +561,10 @@ class AlignReport:
         self.labels_after.update(other.labels_after)
         self.ignored_hypothesis_labels += other.ignored_hypothesis_labels
         self.per_document += other.per_document
+        self.case.update(other.case)
+        self.case_before.update(other.case_before)
+        self.case_after.update(other.case_after)
+        self.ignored_hypothesis_case += other.ignored_hypothesis_case
         return self
 
     @property
@@ -461,6 +579,11 @@ class AlignReport:
             warnings.append(
                 f"the hypothesis carried {self.ignored_hypothesis_labels} punctuation labels: ignored (stripped)"
             )
+        if self.ignored_hypothesis_case:
+            warnings.append(
+                f"the hypothesis carried {self.ignored_hypothesis_case} capitalized words: their case "
+                "replaced by the reference's"
+            )
         if not self.hypothesis_words:
             if not force:
                 raise AlignmentError(
@@ -469,6 +592,7 @@ class AlignReport:
             warnings.append("the hypothesis is empty")
         check_wer(self.wer, self.per_document, max_wer, force)
         dropped = {k.split(":", 1)[1]: int(v) for k, v in sorted(self.marks.items()) if k.startswith("dropped:")}
+        case_dropped = {k.split(":", 1)[1]: int(v) for k, v in sorted(self.case.items()) if k.startswith("dropped:")}
         return {
             "policy": self.policy,
             "documents": self.documents,
@@ -485,8 +609,15 @@ class AlignReport:
             },
             "labels_before": {k: int(labels_before.get(k, 0)) for k in LABELS},
             "labels_after": {k: int(self.labels_after[k]) for k in LABELS},
+            "case": {
+                "labels_before": {k: int(self.case_before[k]) for k in CASE_LABELS},
+                **{k: int(self.case[k]) for k in ("reference", "transferred", "approximated", "onto_substituted")},
+                "dropped": case_dropped,
+                "labels_after": {k: int(self.case_after[k]) for k in CASE_LABELS},
+            },
             "warnings": warnings,
             "ignored_hypothesis_labels": self.ignored_hypothesis_labels,
+            "ignored_hypothesis_case": self.ignored_hypothesis_case,
             "per_document": self.per_document,
         }
 
@@ -502,10 +633,12 @@ def align_part(
 ) -> tuple[pa.Table, AlignReport]:
     """The hypothesis rows labelled from the reference by the document ``pairs`` (every hypothesis
     document of ``hyp`` in a pair), and the part's report."""
-    ref_docs, hyp_docs = _documents(ref), _documents(hyp)
+    ref_docs, hyp_docs = _documents(ref, with_case=True), _documents(hyp)
     report = AlignReport(policy)
     flat_hyp_labels = pc.list_flatten(hyp["labels"]) if hyp.num_rows else pa.array([], pa.string())
     report.ignored_hypothesis_labels = int(pc.sum(pc.not_equal(flat_hyp_labels, "O")).as_py() or 0)
+    flat_hyp_case = pc.list_flatten(hyp["case"]) if hyp.num_rows else pa.array([], pa.string())
+    report.ignored_hypothesis_case = int(pc.sum(pc.not_equal(flat_hyp_case, "O")).as_py() or 0)
     if pairs:
         ref_script = dominant_script(ref_docs[pairs[0][0]].words[:2000].to_pylist())
         hyp_script = dominant_script(hyp_docs[pairs[0][1]].words[:2000].to_pylist())
@@ -517,12 +650,18 @@ def align_part(
     report.reference_words = sum(len(ref_docs[d].words) for d, _ in pairs)
     report.hypothesis_words = sum(len(hyp_docs[d].words) for _, d in pairs)
     hyp_codes = np.zeros(len(flat_hyp_labels), dtype=np.int8)
-    jobs = [
-        (ref_docs[r].words, ref_docs[r].codes, ref_docs[r].segment_end, hyp_docs[h].words, policy, verbalizer)
-        for r, h in pairs
-    ]
+    hyp_case = np.zeros(len(flat_hyp_labels), dtype=np.int8)
+    hyp_surface: dict[int, str] = {}
+    jobs = [_job(ref_docs[r], hyp_docs[h], policy, verbalizer) for r, h in pairs]
     for (ref_id, hyp_id), result in zip(pairs, map_ordered(_align_job, jobs, workers)):
-        hyp_codes[hyp_docs[hyp_id].positions] = result.hyp_codes
+        positions = hyp_docs[hyp_id].positions
+        hyp_codes[positions] = result.hyp_codes
+        hyp_case[positions] = result.hyp_case
+        hyp_surface.update({int(positions[i]): form for i, form in result.hyp_surface.items()})
+        report.case.update(result.case)
+        report.case_before.update(
+            dict(zip(CASE_LABELS, np.bincount(ref_docs[ref_id].case, minlength=len(CASE_LABELS)).tolist()))
+        )
         doc_errors = result.substitutions + result.deletions + result.insertions
         report.per_document.append(
             {"reference": ref_id, "hypothesis": hyp_id, "wer": round(doc_errors / max(result.ref_tokens, 1), 4)}
@@ -539,6 +678,12 @@ def align_part(
     words_column = hyp["words"].combine_chunks()
     offsets = pc.subtract(words_column.offsets, words_column.offsets[0]) if hyp.num_rows else pa.array([0], pa.int32())
     labels_column = pa.ListArray.from_arrays(offsets, _LABEL_ARRAY.take(pa.array(hyp_codes)))
+    surface = pa.nulls(len(hyp_case), pa.string())
+    if hyp_surface:
+        rows = sorted(hyp_surface)
+        mask = np.zeros(len(hyp_case), dtype=bool)
+        mask[rows] = True
+        surface = pc.replace_with_mask(surface, pa.array(mask), pa.array([hyp_surface[r] for r in rows], pa.string()))
     out = segments_table(
         corpus or (hyp["corpus"][0].as_py() if hyp.num_rows else "aligned"),
         hyp["lang"][0].as_py() if hyp.num_rows else (ref["lang"][0].as_py() if ref.num_rows else "und"),
@@ -546,11 +691,18 @@ def align_part(
         hyp["seg_id"],
         hyp["words"],
         labels_column,
-        case=hyp["case"],
-        surface=hyp["surface"],
+        case=pa.ListArray.from_arrays(offsets, _CASE_ARRAY.take(pa.array(hyp_case))),
+        surface=pa.ListArray.from_arrays(offsets, surface),
     )
     report.labels_after.update(label_counts(out))
+    report.case_after.update(dict(zip(CASE_LABELS, np.bincount(hyp_case, minlength=len(CASE_LABELS)).tolist())))
     return out, report
+
+
+def _job(ref: _Document, hyp: _Document, policy: str, verbalizer) -> tuple:
+    """:func:`align_document`'s arguments for a document pair (the surface forms only where there are any)."""
+    surface = ref.surface if ref.surface is not None and ref.surface.null_count < len(ref.surface) else None
+    return (ref.words, ref.codes, ref.segment_end, hyp.words, policy, verbalizer, ref.case, surface)
 
 
 def align_tables(

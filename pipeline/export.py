@@ -4,8 +4,24 @@
   (``--case-column``: a third column, the case label O/U/A/M).
 * ``nemo``: NVIDIA NeMo's punctuation-capitalization format, a folder per split with
   ``text.txt`` (one segment per line: its words, lowercased, no marks) and ``labels.txt``
-  (per word its punctuation label, ``O , . ?``, followed by ``U`` when the word as written
-  starts with a capital letter, else ``O``: ``OU OO ,O .O``).
+  (per word its punctuation label, ``O , . ?``, followed by ``U`` or ``O``: ``OU OO ,O .U``).
+  The lines are what NeMo's own preparation script writes for the segment's text as written
+  (each word in its case, followed by its mark): NVIDIA/NeMo
+  ``examples/nlp/token_classification/data/prepare_data_for_punctuation_capitalization.py``
+  (commit de1b1f23) calls ``create_text_and_labels`` (``get_tatoeba_data.py``, later
+  ``nemo/collections/nlp/data/token_classification/token_classification_utils.py``; the same in
+  nemo_toolkit 1.23.0).  Per whitespace token: the punctuation label is its last
+  character if that is ``,`` ``.`` or ``?``, else ``O``; every ASCII punctuation character
+  but the apostrophe and the backslash is removed from it (``well-being`` -> ``wellbeing``,
+  ``U.S.`` -> ``US``, ``3.5`` -> ``35``; other marks, ``’`` or ``—``, stay); a token left empty is no word (its
+  mark goes with it); the capitalization label is ``U`` when the first character left is an
+  uppercase letter (``Paris``, ``NASA``, ``McDonald``), else ``O`` (``iPhone``, ``'Twas``,
+  ``1990s``); the word is written lowercased.  So an abbreviation's own period is a ``.``
+  label (``Dr.`` -> ``dr .U``), as NeMo would write it.  One deliberate difference: a
+  segment with no word left is not written (NeMo's script writes an empty line pair).
+  The marks are the project's labels, rendered ``,`` ``.`` ``?``: the source's ``!`` and ``;``
+  are PERIOD, ``:`` COMMA, by the language's mark table (NeMo's script, given the raw text,
+  would label them ``O``), and quotes and brackets are already gone from the words.
 * ``hf``: a Hugging Face datasets folder: ``data/<split>-NNNNN.parquet`` plus a README whose
   card lists the splits, so ``datasets.load_dataset(folder)`` gives a DatasetDict.
 
@@ -16,6 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import string
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,13 +48,23 @@ FORMATS = ("tsv", "nemo", "hf")
 NO_SPLIT = "all"
 
 
-def nemo_labels(words: list[str], labels: list[str], case: list[str], surface: list[str | None]) -> str:
-    """NeMo's label line for one segment."""
-    out = []
+#: the marks NeMo's script labels (its default ``punct_marks``), and the characters it removes
+#: from words: Python's ASCII punctuation but the apostrophe (don't, it's) and the backslash (its
+#: regex puts ``string.punctuation`` unescaped in brackets, where ``\]`` is an escaped bracket)
+NEMO_MARKS = ",.?"
+_NEMO_REMOVED = re.compile("[" + re.escape(string.punctuation.replace("'", "").replace("\\", "")) + "]")
+
+
+def nemo_lines(words: list[str], labels: list[str], case: list[str], surface: list[str | None]) -> tuple[str, str]:
+    """NeMo's ``text.txt`` and ``labels.txt`` lines for one segment (module documentation)."""
+    text, out = [], []
     for word, label, case_label, form in zip(words, labels, case, surface):
-        written = apply_case(word, case_label, form)
-        out.append((RENDERED_MARK[label] or "O") + ("U" if written[:1].isupper() else "O"))
-    return " ".join(out)
+        token = apply_case(word, case_label, form) + RENDERED_MARK[label]
+        bare = _NEMO_REMOVED.sub("", token)
+        if bare:
+            text.append(bare.lower())
+            out.append((token[-1] if token[-1] in NEMO_MARKS else "O") + ("U" if bare[0].isupper() else "O"))
+    return " ".join(text), " ".join(out)
 
 
 def tsv_lines(words, labels, case=None) -> str:
@@ -79,9 +107,11 @@ def export_datasets(inputs, fmt: str, out: str | os.PathLike, case_column: bool 
                 for words, labels, case, surface in zip(*columns):
                     if fmt == "tsv":
                         handles[split][0].write(tsv_lines(words, labels, case if case_column else None))
-                    elif words:
-                        handles[split][0].write(" ".join(words) + "\n")
-                        handles[split][1].write(nemo_labels(words, labels, case, surface) + "\n")
+                    else:
+                        text, label_line = nemo_lines(words, labels, case, surface)
+                        if text:
+                            handles[split][0].write(text + "\n")
+                            handles[split][1].write(label_line + "\n")
         splits = sorted(handles) if fmt != "hf" else sorted(hf_parts)
         if fmt == "hf":
             _write_card(folder, splits)
