@@ -153,6 +153,9 @@ class PunctuationModel(nn.Module):
         if head not in HEADS:
             raise ValueError(f"unknown head {head!r}; choose one of {', '.join(HEADS)}")
         self.encoder = encoder
+        pooler = getattr(encoder, "pooler", None)
+        if pooler is not None:  # its output is no head's input: a parameter DDP would wait for in vain
+            pooler.requires_grad_(False)
         self.head_name = head
         #: True while the encoder is frozen (its forward then runs without autograd)
         self.frozen_encoder = False

@@ -354,10 +354,13 @@ def train(
         values = torch.stack([v for _, v in pending])
         if world > 1:
             values = accelerator.reduce(values, "sum")
+        if world > 1:
+            values[:, 2] /= world  # every process holds the same norm
         for (meta, _), v in zip(pending, values.tolist()):
             meta["loss"] = round(v[0], 5)
             if weight:
                 meta["case_loss"] = round(v[1], 5)
+            meta["grad_norm"] = round(v[2], 5)
             state.history["steps"].append(meta)
         pending.clear()
 
@@ -395,7 +398,7 @@ def train(
                 break
             norm = max(sum(b["n_rows"] if crf else b["n_labels"] for b in group), 1)
             case_norm = max(sum(b["n_case"] for b in group), 1)
-            step_loss = torch.zeros(2, device=device)
+            step_loss = torch.zeros(3, device=device)  # loss, case loss, gradient norm
             for j, batch in enumerate(group):
                 for key, value in batch["stats"].items():
                     augmentation[key] = augmentation.get(key, 0) + value
@@ -418,8 +421,9 @@ def train(
                     accelerator.backward(loss * world)
                 step_loss[: len(parts)] += torch.stack(parts)
                 state.tokens += batch["tokens"]
-            if params.max_grad_norm:
-                accelerator.clip_grad_norm_(model.parameters(), params.max_grad_norm)
+            # the norm before clipping, logged with the loss (no clipping: an infinite bound)
+            norm_before = accelerator.clip_grad_norm_(model.parameters(), params.max_grad_norm or math.inf)
+            step_loss[2] = norm_before
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)

@@ -125,7 +125,7 @@ def run(args) -> dict:
     plots = Path(args.plots_dir) if args.plots_dir else metrics.parent
     io.write_json(result, metrics)
     steps = _io.StringIO()
-    fields = ["step", "epoch", "loss", "lr"] + (["case_loss"] if params.capitalization else [])
+    fields = ["step", "epoch", "loss", "lr", "grad_norm"] + (["case_loss"] if params.capitalization else [])
     writer = csv.DictWriter(steps, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(history["steps"])

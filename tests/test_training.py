@@ -102,9 +102,10 @@ def test_accumulation_is_the_combined_batch(sample):
         params = {**NO_DROPOUT, "epochs": 2, **extra}
         model = build_model(params, tokenizer)
         history = train(model, data, params)
-        runs[name] = ([s["loss"] for s in history["steps"]], model.state_dict())
+        runs[name] = ([(s["loss"], s["grad_norm"]) for s in history["steps"]], model.state_dict())
     (whole, w_state), (acc, a_state) = runs["whole"], runs["accumulated"]
     assert len(whole) == len(acc) > 10
+    # the losses and the gradients' norms (Adam would hide a wrong gradient scale in the weights)
     assert np.allclose(whole, acc, rtol=1e-4, atol=1e-5)
     # weights to 1e-4: Adam divides by the gradients' own size, so float noise in gradients that are
     # ~0 (attention key biases, whose true gradient is 0) becomes ~lr-sized; weights are ~0.1

@@ -111,7 +111,7 @@ def test_stage_trains_with_3r_and_capitalization(trained):
     # phoneme edition happened in every epoch, from the confusables Parquet named in params
     assert all(result["augmentation"][str(e)]["phoneme_edited"] > 0 for e in range(3))
     steps = (trained / f"train_{NAME}_steps.csv").read_text().splitlines()
-    assert steps[0] == "step,epoch,loss,lr,case_loss" and len(steps) == result["steps"] + 1
+    assert steps[0] == "step,epoch,loss,lr,grad_norm,case_loss" and len(steps) == result["steps"] + 1
     assert (trained / f"train_{NAME}_confusion.csv").read_text().startswith("actual,predicted,percent\n")
     model = trained / "model"
     assert {p.name for p in model.iterdir()} == {
