@@ -1,5 +1,5 @@
 """Several processes (DDP over gloo, on CPU) train like one process with the combined batch: the same loss
-curve and the same final weights, to float tolerance."""
+curve, gradient norms and final weights, to float tolerance.  And the GPU benchmark's CPU mode runs."""
 
 import os
 import subprocess
@@ -62,3 +62,23 @@ def test_two_processes_train_like_one_with_the_combined_batch(shared, root, tmp_
     assert np.allclose(one["norms"], two["norms"], rtol=1e-3)
     for key, value in one["state"].items():
         assert torch.allclose(value, two["state"][key], rtol=1e-4, atol=1e-4), key
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_runs_in_cpu_mode(root, tmp_path):
+    """The GPU benchmark's CPU mode (tiny model, no targets): what CI runs of it."""
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_train_gpu.py"), "--cpu", "--json", str(tmp_path / "b.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "b.json").read_text())
+    for mode in ("plain", "project", "budget"):
+        assert results[f"tiny/fp32/{mode}"]["tokens_per_s"] > 0
+    assert results["tiny/fp32/project"]["vs_plain"] > 0 and results["tiny/punctuate"]["words_per_s"] > 0
+    assert results["targets"] == "not checked (CPU)"
