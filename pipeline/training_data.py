@@ -88,7 +88,8 @@ def segments_with_case(table: pa.Table) -> pa.Table:
         words.append([w.lower() for w in row])
         cases.append([c for c, _ in labelled])
         surfaces.append([s for _, s in labelled])
-    out = table.set_column(table.schema.get_field_index("words"), "words", pa.array(words, pa.list_(pa.string())))
+    field = table.schema.field("words")
+    out = table.set_column(table.schema.get_field_index("words"), field, pa.array(words, field.type))
     out = out.append_column("case", pa.array(cases, pa.list_(pa.string())))
     return out.append_column("surface", pa.array(surfaces, pa.list_(pa.string())))
 
@@ -119,9 +120,17 @@ def sequences_with_case(table: pa.Table, tokenizer, **options) -> tuple[pa.Table
     return sequences.append_column("case_labels", pa.array(case_labels, pa.list_(pa.int8()))), counts
 
 
-def write_dataset(folder, segments: pa.Table, tokenizer, options: SequenceOptions = SequenceOptions(), parts: int = 1):
+def write_dataset(
+    folder,
+    segments: pa.Table,
+    tokenizer,
+    options: SequenceOptions = SequenceOptions(),
+    parts: int = 1,
+    row_group_size: int = 256,
+):
     """A dataset folder as the dataset stages write it: ``sequences.parquet/`` and ``oversampled.parquet/``
-    (``parts`` part files each, split by document), ``tokenizer/``.  For tests and benchmarks."""
+    (``parts`` part files each, split by document), ``tokenizer/``.  For tests and benchmarks: small row
+    groups by default, so that tests exercise windows over several row groups and files."""
     import pyarrow.parquet as pq
 
     from .model import save_tokenizer
@@ -135,9 +144,12 @@ def write_dataset(folder, segments: pa.Table, tokenizer, options: SequenceOption
     for part in range(parts):
         piece = segments.filter(pc.equal(shard, part))
         sequences, _ = sequences_with_case(piece, tokenizer, **options.as_dict())
-        # small row groups, so that tests exercise windows over several row groups and files
-        pq.write_table(sequences, folder / "sequences.parquet" / f"part-{part:05d}.parquet", row_group_size=256)
-        pq.write_table(piece, folder / "oversampled.parquet" / f"part-{part:05d}.parquet", row_group_size=512)
+        pq.write_table(
+            sequences, folder / "sequences.parquet" / f"part-{part:05d}.parquet", row_group_size=row_group_size
+        )
+        pq.write_table(
+            piece, folder / "oversampled.parquet" / f"part-{part:05d}.parquet", row_group_size=2 * row_group_size
+        )
     save_tokenizer(tokenizer, folder / "tokenizer")
     return folder
 
