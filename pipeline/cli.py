@@ -176,7 +176,7 @@ def _punctuate(args) -> None:
             device,
             window=args.window,
             overlap=args.overlap,
-            max_len=int(sequence.get("max_len", params.get("max_len", 256))),
+            max_len=int(sequence.get("max_len") or params.get("max_len") or 256),
             batch_size=args.batch_size,
             slot_filling=bool(sequence.get("slot_filling", False)),
             bf16=device.startswith("cuda") and params.get("precision", "bf16") == "bf16",

@@ -262,24 +262,24 @@ def save_tokenizer(tokenizer, folder) -> None:
     tokenizer.save_pretrained(str(folder))
 
 
-def _get(params, key, default=None):
-    return getattr(params, key, default) if not isinstance(params, dict) else params.get(key, default)
-
-
 def build_model(params, tokenizer=None) -> PunctuationModel:
-    """``params`` (TrainParams or a dict): ``pretrained`` (name or folder) or ``config`` (dict for a model
-    from scratch), ``head``, ``dropout``, ``layer_dropout``, ``capitalization``.
+    """``params`` (``TrainParams``, or a dict validated into one): ``pretrained`` (name or folder) or
+    ``config`` (dict for a model from scratch), ``head``, ``dropout``, ``layer_dropout``, ``capitalization``.
 
-    Seeded with ``params["seed"]``: the weights drawn here (a new head; a whole model from a
-    config) are the same every run.  Weights are fp32 whatever the checkpoint's dtype."""
+    Seeded with ``params.seed``: the weights drawn here (a new head; a whole model from a config) are
+    the same every run.  Weights are fp32 whatever the checkpoint's dtype."""
     from transformers import AutoConfig, AutoModel
 
-    torch.manual_seed(int(_get(params, "seed", 0)))
-    if _get(params, "pretrained"):
+    from .train_config import validate_train_params
+
+    if isinstance(params, dict):
+        params = validate_train_params(params)
+    torch.manual_seed(params.seed)
+    if params.pretrained:
         # the same call as with hub access; dtype: fp32 master weights even from a bf16/fp16 checkpoint
-        encoder = AutoModel.from_pretrained(pretrained_path(_get(params, "pretrained")), dtype=torch.float32)
+        encoder = AutoModel.from_pretrained(pretrained_path(params.pretrained), dtype=torch.float32)
     else:
-        config = dict(_get(params, "config") or {})
+        config = dict(params.config)
         model_type = config.pop("model_type", "bert")
         if tokenizer is not None:
             config.setdefault("vocab_size", len(tokenizer))
@@ -287,10 +287,10 @@ def build_model(params, tokenizer=None) -> PunctuationModel:
         encoder = AutoModel.from_config(AutoConfig.for_model(model_type, **config), dtype=torch.float32)
     return PunctuationModel(
         encoder,
-        head=_get(params, "head", "linear"),
-        dropout=float(_get(params, "dropout", 0.1)),
-        layer_dropout=float(_get(params, "layer_dropout", 0.1)),
-        capitalization=bool(_get(params, "capitalization")),
+        head=params.head,
+        dropout=params.dropout,
+        layer_dropout=params.layer_dropout,
+        capitalization=params.capitalization is not None,
     )
 
 
@@ -320,7 +320,7 @@ def save_checkpoint(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if hasattr(params, "model_dump"):
-        params = params.model_dump(exclude_defaults=True)
+        params = params.model_dump(mode="json")  # in full: loading needs no defaults
     tmp = Path(tempfile.mkdtemp(prefix=".model.", dir=out))
     try:
         save_model(model, str(tmp / "model.safetensors"))
@@ -376,16 +376,14 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         raise InputError(f"{folder}: saved-model format {meta.get('format', 1)}, expected {FORMAT}: retrain")
     if meta["labels"] != list(LABELS):
         raise InputError(f"{meta_path}: checkpoint labels {meta['labels']} are not {list(LABELS)}")
-    params = meta.get("params", {})
     try:
         config = AutoConfig.from_pretrained(folder / "encoder")
     except (OSError, ValueError) as exc:
         raise InputError(f"{folder / 'encoder'}: no readable encoder config ({exc})") from None
+    # dropout rates do not matter here: the model is returned in eval mode
     model = PunctuationModel(
         AutoModel.from_config(config, dtype=torch.float32),
         head=meta["head"],
-        dropout=float(params.get("dropout", 0.1)),
-        layer_dropout=float(params.get("layer_dropout", 0.1)),
         capitalization=bool(meta.get("case_labels")),
     )
     weights = folder / "model.safetensors"

@@ -137,6 +137,17 @@ def _row_groups(data):
     return [index.row[index.group == g] for g in range(len(index.groups))]
 
 
+def test_frozen_encoder_sits_out_the_first_epoch(sample):
+    _, tokenizer, data = sample
+    params = {**TINY, "epochs": 1, "freeze_encoder_first_epoch": True}
+    model = build_model(params, tokenizer)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    train(model, data, params)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("encoder."))
+    assert not torch.equal(before["classifier.weight"], after["classifier.weight"])
+
+
 def test_fp32_master_weights_from_a_bf16_checkpoint(tmp_path, sample):
     """A checkpoint stored in bf16 (many hub checkpoints are) loads as fp32 weights for the optimizer."""
     from transformers import AutoConfig, AutoModel
