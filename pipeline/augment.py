@@ -12,13 +12,21 @@ seeded with (seed, epoch)) and by a stage that materializes copies for audit.
   the previous word), random word substitution by a random vocabulary word, and
   random phoneme edition: a word replaced by one of its confusable neighbours.
   5 % each by default.
+
+Both can also return, per output word, the position of its source word (-1 for an
+inserted one), so other per-word columns (the case labels) follow the edits.
+:func:`augmented` applies one of them to a segment table (per-epoch draw), and
+:func:`load_confusables` reads the confusables stage's Parquet for phoneme edition.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Mapping
 
 import numpy as np
+import pyarrow as pa
 
 from .labels import LABEL_TO_ID
 
@@ -39,37 +47,35 @@ def alam(
     alpha_del: float = 0.4,
     unk: str = UNK,
     counts: Counter | None = None,
-    sources: list[int] | None = None,
+    with_source: bool = False,
 ):
-    """``sources``, if given, receives for each output word the index of the input word it is
-    (-1 for an inserted or substituted token), so other per-word columns can follow."""
-    out_w, out_l = [], []
-    src: list[int] = sources if sources is not None else []
+    """Augmented (words, labels), plus the source position of each output word with ``with_source``."""
+    out_w, out_l, source = [], [], []
     draws = rng.random(len(words))
     kinds = rng.random(len(words))
     for i, (word, label, changed, kind) in enumerate(zip(words, labels, draws, kinds)):
         if changed >= alpha:
             out_w.append(word)
             out_l.append(label)
-            src.append(i)
+            source.append(i)
             continue
         if kind < alpha_sub:
             out_w.append(unk)
             out_l.append(label)
-            src.append(-1)
+            source.append(i)
             op = "substituted"
         elif kind < alpha_sub + alpha_del:
             op = "deleted"
         else:
             out_w += [word, unk]
             out_l += [label, "O"]
-            src += [i, -1]
+            source += [i, -1]
             op = "inserted"
         if counts is not None:
             counts[op] += 1
     if counts is not None:
         counts["tokens"] += len(words)
-    return out_w, out_l
+    return (out_w, out_l, source) if with_source else (out_w, out_l)
 
 
 def three_r(
@@ -82,15 +88,14 @@ def three_r(
     p_substitute: float = 0.05,
     p_phoneme: float = 0.05,
     counts: Counter | None = None,
-    sources: list[int] | None = None,
+    with_source: bool = False,
 ):
-    """``sources``: as for :func:`alam` (-1 for a substituted or phoneme-edited word)."""
+    """Augmented (words, labels), plus the source position of each output word with ``with_source``."""
     out_w: list[str] = []
     out_l: list[str] = []
-    src: list[int] = sources if sources is not None else []
+    source: list[int] = []
     draws = rng.random(len(words))
     for i, (word, label) in enumerate(zip(words, labels)):
-        original = word
         r = draws[i]
         if r < p_delete:
             # forward label rule (Table I): the deleted word's mark moves to the previous word
@@ -110,80 +115,103 @@ def three_r(
                 counts["phoneme_edited"] += 1
         out_w.append(word)
         out_l.append(label)
-        src.append(i if word == original else -1)
+        source.append(i)
     if counts is not None:
         counts["tokens"] += len(words)
-    return out_w, out_l
+    return (out_w, out_l, source) if with_source else (out_w, out_l)
 
 
-def augmented(segments, params: dict, epoch: int, seed: int, vocabulary, confusables, first_index: int = 0):
-    """``segments`` (a segment table) with one augmentation draw per row, drawn by
-    ``epoch_rng(seed, epoch, first_index + row)``: a row's draw depends on its index among the
-    rows augmented together (train's), not on how they are batched.  Kept words keep their case
-    label; substituted, edited and inserted ones are lowercase."""
-    from .schema import segments_table, with_column
+def epoch_rng(seed: int, epoch: int, index: int = 0) -> np.random.Generator:
+    """The generator of one draw: the same (seed, epoch, example) always gives the same augmentation."""
+    return np.random.default_rng([seed, epoch, index])
 
+
+def augmented(
+    segments: pa.Table,
+    params: Mapping,
+    epoch: int,
+    seed: int,
+    vocabulary,
+    confusables,
+    counts: Counter | None = None,
+    indices=None,
+) -> pa.Table:
+    """The segments with a fresh augmentation draw for this epoch (``params``: kind alam | 3r and its rates).
+
+    Row i draws from ``epoch_rng(seed, epoch, indices[i])`` (default: i), so a row gets the same
+    draw wherever it is read.  A ``case`` column follows the edits (an inserted word is ``O``) and
+    ``surface`` keeps only the forms of untouched words."""
+    if hasattr(params, "model_dump"):
+        params = params.model_dump()
     kind = params.get("kind")
-    if not kind or segments.num_rows == 0:
+    if not kind:
         return segments
-    columns = {name: [] for name in ("words", "labels", "case", "surface")}
-    rows = zip(*(segments[name].to_pylist() for name in columns))
-    for i, (words, labels, case, surface) in enumerate(rows, first_index):
-        rng = epoch_rng(seed, epoch, i)
-        sources: list[int] = []
+    if kind not in ("alam", "3r"):
+        raise ValueError(f"unknown augmentation {kind!r} (alam or 3r)")
+    words, labels = segments["words"].to_pylist(), segments["labels"].to_pylist()
+    cases = segments["case"].to_pylist() if "case" in segments.column_names else None
+    surfaces = segments["surface"].to_pylist() if "surface" in segments.column_names else None
+    new_w, new_l, new_c, new_s = [], [], [], []
+    for i, (w, l) in enumerate(zip(words, labels)):
+        rng = epoch_rng(seed, epoch, int(indices[i]) if indices is not None else i)
         if kind == "alam":
-            w, l = alam(
-                words,
-                labels,
+            w2, l2, src = alam(
+                w,
+                l,
                 rng,
                 alpha=params.get("alpha", 0.15),
                 alpha_sub=params.get("alpha_sub", 0.4),
                 alpha_del=params.get("alpha_del", 0.4),
-                sources=sources,
+                counts=counts,
+                with_source=True,
             )
-        elif kind == "3r":
-            w, l = three_r(
-                words,
-                labels,
+        else:
+            w2, l2, src = three_r(
+                w,
+                l,
                 rng,
                 vocabulary=vocabulary,
                 confusables=confusables,
                 p_delete=params.get("p_delete", 0.05),
                 p_substitute=params.get("p_substitute", 0.05),
                 p_phoneme=params.get("p_phoneme", 0.05),
-                sources=sources,
+                counts=counts,
+                with_source=True,
             )
-        else:
-            raise ValueError(f"unknown augmentation {kind!r} (alam or 3r)")
-        columns["words"].append(w)
-        columns["labels"].append(l)
-        columns["case"].append([case[k] if k >= 0 else "O" for k in sources])
-        columns["surface"].append([surface[k] if k >= 0 else None for k in sources])
-    table = segments_table(
-        "x",
-        "x",
-        segments["doc_id"],
-        segments["seg_id"],
-        columns["words"],
-        columns["labels"],
-        segments["split"],
-        case=columns["case"],
-        surface=columns["surface"],
-    )
-    return with_column(with_column(table, "corpus", segments["corpus"]), "lang", segments["lang"])
+        new_w.append(w2)
+        new_l.append(l2)
+        if cases is not None:
+            c = cases[i]
+            new_c.append(None if c is None else [c[k] if k >= 0 else "O" for k in src])
+        if surfaces is not None:
+            sf = surfaces[i]
+            # a surface form belongs to its word: an edited word has none
+            new_s.append(
+                None if sf is None else [sf[k] if k >= 0 and w2[j] == w[k] else None for j, k in enumerate(src)]
+            )
+    columns = {name: segments[name] for name in segments.column_names}
+    columns["words"] = pa.array(new_w, segments.schema.field("words").type)
+    columns["labels"] = pa.array(new_l, segments.schema.field("labels").type)
+    if cases is not None:
+        columns["case"] = pa.array(new_c, segments.schema.field("case").type)
+    if surfaces is not None:
+        columns["surface"] = pa.array(new_s, segments.schema.field("surface").type)
+    return pa.table(columns, schema=segments.schema)
 
 
-def load_confusables(path) -> dict[str, list[str]]:
-    """Word -> its confusable neighbours in rank order, from a confusables Parquet (3R's phoneme edition)."""
-    from . import io
+def load_confusables(path: str | os.PathLike, k: int | None = None) -> dict[str, list[str]]:
+    """word -> its confusable neighbours by rank, from the confusables stage's Parquet (a file or a
+    directory of parts; columns word, neighbor, rank, ...).  ``k``: keep the k best of each word."""
+    from .io import InputError, open_parquet, parquet_files
 
-    table = io.open_parquet(path).read(columns=["word", "neighbor", "rank"])
     out: dict[str, list[tuple[int, str]]] = {}
-    for word, neighbor, rank in zip(*(table[c].to_pylist() for c in ("word", "neighbor", "rank"))):
-        out.setdefault(word, []).append((rank, neighbor))
+    for file in parquet_files(path):
+        handle = open_parquet(file)
+        missing = {"word", "neighbor", "rank"} - set(handle.schema_arrow.names)
+        if missing:
+            raise InputError(f"{file}: not a confusables table (no column {', '.join(sorted(missing))})")
+        for batch in handle.iter_batches(columns=["word", "neighbor", "rank"], batch_size=65_536):
+            for word, neighbor, rank in zip(*(batch.column(i).to_pylist() for i in range(3))):
+                if k is None or rank <= k:  # ranks count from 1
+                    out.setdefault(word, []).append((rank, neighbor))
     return {word: [n for _, n in sorted(pairs)] for word, pairs in out.items()}
-
-
-def epoch_rng(seed: int, epoch: int, index: int = 0) -> np.random.Generator:
-    """The generator of one draw: the same (seed, epoch, example) always gives the same augmentation."""
-    return np.random.default_rng([seed, epoch, index])

@@ -194,29 +194,51 @@ def _export(args) -> None:
 
 
 def _punctuate(args) -> None:
+    import time
+
     from .labelling import label_lines, render
     from .languages import get_language
     from .model import load_checkpoint
-    from .train import device_of, punctuate_words
+    from .train import device_of, predict_words, restore_case
 
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, not {args.batch_size}")
     device = device_of(args.device)
-    model, tokenizer, params = load_checkpoint(args.model, device)
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {args.device}: no CUDA device is available")
+    model, tokenizer, meta = load_checkpoint(args.model, device)
+    params, sequence = meta.get("params", {}), meta.get("sequence", {})
     language = get_language(args.lang or params.get("lang", "en"))
     texts = [io.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
+    started, total = time.perf_counter(), 0
     for text in texts:
         # the same normalization as training; marks already in the text are dropped, not trusted
         labelled = label_lines(language.normalize_text(text), language)
         words = [w for line in labelled.words.to_pylist() for w in line]
-        labels = punctuate_words(
+        labels, cases = predict_words(
             model,
             tokenizer,
             words,
             device,
             window=args.window,
             overlap=args.overlap,
-            max_len=int(params.get("max_len", 256)),
+            max_len=int(sequence.get("max_len") or params.get("max_len") or 256),
+            batch_size=args.batch_size,
+            slot_filling=bool(sequence.get("slot_filling", False)),
+            bf16=device.startswith("cuda") and params.get("precision", "bf16") == "bf16",
         )
+        if cases is not None:  # a model with a case head restores capitalization too
+            words = restore_case(words, cases, meta.get("mixed_case"))
         sys.stdout.write(render(words, labels) + "\n")
+        total += len(words)
+    seconds = time.perf_counter() - started
+    print(
+        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) on {device}",
+        file=sys.stderr,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -342,14 +364,16 @@ def build_parser() -> argparse.ArgumentParser:
     punct = commands.add_parser(
         "punctuate",
         help="punctuate raw text with a trained model",
-        description="Read text (files or stdin), normalize it as in training, predict one mark per word with "
-        "overlapping windows, write punctuated text.",
+        description="Read text (files or stdin), normalize it as in training, predict one mark per word (and "
+        "its case, for a model with a capitalization head) with overlapping windows batched together, write "
+        "punctuated text.",
     )
     punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
     punct.add_argument("--lang", help="language of the text (default: the model's)")
     punct.add_argument("--window", type=int, default=200, help="words per window")
     punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
-    punct.add_argument("--device", default="auto")
+    punct.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
+    punct.add_argument("--batch-size", type=int, default=32, help="windows predicted together")
     punct.add_argument("inputs", nargs="*", metavar="FILE")
     punct.set_defaults(func=_punctuate)
     return parser

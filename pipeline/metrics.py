@@ -8,14 +8,16 @@
   deletions + insertions of marks) / gold marks, where a substitution is a wrong
   mark in a gap that has one, a deletion a missed mark, an insertion a false alarm;
 * confusion matrix in percent of each gold row (Alam 2020 Figure 2);
-* the same on 3 and 2 merged classes (Alam 2020 Table 5).
+* the same on 3 and 2 merged classes (Alam 2020 Table 5);
+* capitalization (:func:`case_scores`): per-class P/R/F1 for O/U/A/M and ``overall``, the
+  micro-average over U, A and M (a word counts as correctly cased only with its gold label).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .labels import LABELS, MERGES, merged_labels
+from .labels import CASE_LABELS, LABELS, MERGES, merged_labels
 
 
 def confusion(gold: np.ndarray, pred: np.ndarray, n: int = len(LABELS)) -> np.ndarray:
@@ -79,3 +81,10 @@ def merged_scores(gold, pred) -> dict:
         to_merged = np.array([names.index(MERGES[n_classes][label]) for label in LABELS])
         out[f"{n_classes}_class"] = scores(to_merged[np.asarray(gold)], to_merged[np.asarray(pred)], names)
     return out
+
+
+def case_scores(gold, pred) -> dict:
+    """Capitalization scores of case-label-id sequences (O/U/A/M): per class, overall micro over U/A/M,
+    macro F1 and the confusion matrix (no slot errors: a case label is no mark)."""
+    result = scores(gold, pred, CASE_LABELS)
+    return {k: result[k] for k in ("per_class", "overall", "macro_f1", "confusion")}

@@ -204,7 +204,15 @@ class _Write:
                 from .augment import augmented
 
                 first = self.train_before[shard.index]
-                part = augmented(train, self.augment, copy, self.seed, self.vocabulary, self.confusables, first)
+                part = augmented(
+                    train,
+                    self.augment,
+                    copy,
+                    self.seed,
+                    self.vocabulary,
+                    self.confusables,
+                    indices=range(first, first + train.num_rows),
+                )
             else:
                 part = concat([])
             counts.stats["augmented_rows"] += part.num_rows

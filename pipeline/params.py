@@ -177,6 +177,19 @@ class AugmentParams(Section):
     #: materialized copies of train in augmented.parquet (for audit; training draws anew)
     copies: int = Field(1, ge=1)
 
+    @model_validator(mode="after")
+    def _check(self):
+        if self.kind == "alam" and self.alpha_sub + self.alpha_del > 1:
+            raise ValueError("alpha_sub + alpha_del must not exceed 1")
+        if self.kind == "3r":
+            if self.p_delete + self.p_substitute + self.p_phoneme > 1:
+                raise ValueError("p_delete + p_substitute + p_phoneme must not exceed 1")
+            if self.p_phoneme > 0 and not self.confusables:
+                raise ValueError(
+                    "confusables: 3R phoneme edition needs the name of a confusables entry (or p_phoneme: 0)"
+                )
+        return self
+
 
 class OversampleParams(Section):
     #: copies of train question sentences inserted into train documents up to this QUESTION share (Rao 2022)
@@ -218,11 +231,11 @@ class DatasetParams(Section):
 
 
 def _train_model():
-    try:
-        from .train_config import TrainParams
-    except ImportError:  # the training package is optional
-        return dict[str, Any]
-    return TrainParams
+    """TrainParams, imported by name only when a train entry is checked: the other stages neither run
+    nor depend on (in dvc.yaml) the training schema."""
+    import importlib
+
+    return importlib.import_module(f"{__package__}.train_config").TrainParams
 
 
 class Params(Section):
@@ -314,14 +327,15 @@ def _wording(error: dict, model, prefix: tuple) -> str:
     return f"{path or '(top level)'}: {message[0].lower() + message[1:]}{shown}"
 
 
-def validate(model, data, where: str, prefix: tuple = ()):
-    """``model`` from ``data``, or ParamsError naming ``where`` and the key path of the first problem."""
+def validate(model, data, where: str | None, prefix: tuple = ()):
+    """``model`` from ``data``, or ParamsError naming ``where`` (a file) and the key path of the first problem."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ParamsError(f"{where}: {_wording(errors[0], model, prefix)}{more}") from None
+        file = f"{where}: " if where else ""
+        raise ParamsError(f"{file}{_wording(errors[0], model, prefix)}{more}") from None
 
 
 def _check_name(name, where: str, section: str) -> None:
@@ -371,13 +385,9 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
             hint = f"; did you mean {close[0]!r}?" if close else f"; readers: {', '.join(sorted(readers()))}"
             raise ParamsError(f"{where}: corpora.{name}.reader: {reader!r} is not a reader{hint}")
         params.corpus_entries[name] = validate(corpus_model(reader), entry, where, prefix)
-    train_model = _train_model()
     for name, entry in params.train.items():
-        if not wanted("train", name):
-            params.train_entries[name] = entry
-            continue
         params.train_entries[name] = (
-            validate(train_model, entry, where, ("train", name)) if isinstance(train_model, type) else entry
+            validate(_train_model(), entry, where, ("train", name)) if wanted("train", name) else entry
         )
     _check_references(params, where)
     for section, checked in (("corpora", params.corpus_entries), ("confusables", params.confusables)):

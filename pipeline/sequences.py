@@ -95,6 +95,19 @@ def _offsets(lists) -> np.ndarray:
     return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def _case_codes(case_column, words_column) -> np.ndarray:
+    """Case label ids per word; IGNORE for the words of a row without case information (null)."""
+    case_column = case_column.combine_chunks() if isinstance(case_column, pa.ChunkedArray) else case_column
+    if case_column.null_count:
+        lengths = pc.list_value_length(words_column).to_pylist()
+        case_column = pa.array(
+            [row if row is not None else [""] * n for row, n in zip(case_column.to_pylist(), lengths)],
+            pa.list_(pa.string()),
+        )
+    codes = flat_codes(case_column, CASE_LABELS)[0]
+    return np.where(codes < 0, IGNORE, codes)
+
+
 def build_sequences(
     table: pa.Table, tokenizer, max_len: int = 256, mode: str = "chunk", stride: int = 0, slot_filling: bool = False
 ) -> tuple[pa.Table, Counter]:
@@ -151,7 +164,7 @@ def build_sequences(
     prefix = np.r_[0, np.cumsum(word_len)]  # tokens before each word
     stream = unique_flat[np.repeat(unique_start[word_code] - prefix[:-1], word_len) + np.arange(prefix[-1])]
     label_code, _ = flat_codes(rows["labels"], LABELS)
-    case_code = flat_codes(rows["case"], CASE_LABELS)[0] if "case" in rows.column_names else None
+    case_code = _case_codes(rows["case"], words_column) if "case" in rows.column_names else None
 
     # chunks: (group, first word, end word, number within the group)
     g_word_start = word_offsets[g_first_row]

@@ -14,16 +14,3 @@ def dataset_entry(args):
     if args.name not in params.datasets:
         raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
     return params, params.datasets[args.name]
-
-
-def load_params(path, *keys):
-    """The raw section ``keys`` of a params file (the training stage's until it validates its own)."""
-    from pipeline.params import ParamsError, load
-
-    params = load(path, [("train", keys[1])] if len(keys) > 1 else [])
-    node = {"train": params.train_entries}.get(keys[0]) if keys else None
-    for key in keys[1:]:
-        if not isinstance(node, dict) or key not in node:
-            raise ParamsError(f"{path}: no params section {'.'.join(keys)!r}")
-        node = node[key]
-    return node

@@ -253,14 +253,25 @@ def stages(params, layout: Layout) -> dict:
                 [f"datasets.{name}.export"],
             )
     for name, entry in params.train_entries.items():
-        dataset = entry["dataset"] if isinstance(entry, dict) else entry.dataset
-        d = functools.partial(layout.dataset, dataset)
+        d = functools.partial(layout.dataset, entry.dataset)
         reports = layout.reports
+        aug = entry.augmentation
+        confusables = (
+            f"{layout.lexicons}/confusables/{aug.confusables}.parquet"
+            if aug is not None and aug.kind == "3r" and aug.confusables
+            else None
+        )
+        # segments are read only to draw augmentation or to carry case labels
+        segments = [d("oversampled.parquet")] if aug is not None or entry.capitalization else []
         stage(
             f"train-{name}",
-            f"python -m stages.train {name} --params {p} --data-dir {data} --models-dir {layout.models} "
-            f"--reports-dir {reports}",
-            _deps([d("oversampled.parquet"), d("sequences.parquet"), d("tokenizer")], closure("stages.train")),
+            f"python -m stages.train {name} --params {p} --dataset {layout.data}/datasets/{entry.dataset}"
+            + (f" --confusables {confusables}" if confusables else "")
+            + f" --model-dir {layout.models}/{name} --metrics {reports}/train_{name}.json --plots-dir {reports}",
+            _deps(
+                [d("sequences.parquet"), d("tokenizer"), *segments, *([confusables] if confusables else [])],
+                closure("stages.train"),
+            ),
             [f"{layout.models}/{name}"],
             [f"train.{name}"],
             {

@@ -268,10 +268,17 @@ def test_nemo_export_on_words_nemo_treats_specially(tmp_path):
 
 
 class Spell:
-    """A verbalizer reading two cased words aloud."""
+    """A verbalizer reading two cased words aloud, one word at a time."""
 
-    def readings(self, word):
-        return {"4th": ["fourth"], "3d": ["three d"]}.get(word, [])
+    max_words = 1
+    spoken = {"4th": [["fourth"]], "3d": [["three", "d"]]}
+
+    def analyse(self, words, stops=(), candidates=None):
+        from pipeline.verbalize import Group
+
+        return [
+            Group(i, i + 1, "spell", True, [self.spoken[w]]) for i, w in enumerate(words) if w in self.spoken
+        ]
 
 
 def case_transfer(ref_text: str, hyp_text: str, policy: str = "guerreiro", verbalizer=None):
