@@ -225,8 +225,10 @@ def _replaceable(final: Path, dataset: bool) -> None:
     if not (final.exists() or final.is_symlink()):
         return
     if final.is_dir() and not final.is_symlink():
-        if _is_dataset(final):
+        if dataset and _is_dataset(final):
             return
+        if _is_dataset(final):
+            raise OutputError(f"{final}: is a dataset folder, not a file: not replaced; choose another output path")
         raise OutputError(
             f"{final}: exists and is a folder this tool did not write (no {MANIFEST}): not replaced; "
             "choose another output path or remove it yourself"
