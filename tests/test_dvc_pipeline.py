@@ -22,20 +22,47 @@ def _copy_repo(root, dest):
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
 
 
-def _dvc(args, cwd):
+def _dvc(args, cwd, **env):
     proc = subprocess.run(
         [sys.executable, "-m", "dvc", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={"DVC_NO_ANALYTICS": "1", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": str(cwd)},
+        env={"DVC_NO_ANALYTICS": "1", "PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": str(cwd), **env},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 
 def _digests(folder):
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.parquet"))}
+    """Every file of every dataset (a folder of parts) or file under ``folder``, by relative path."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _check_deps_cover_imports(repo, records):
+    """Each stage's deps in dvc.yaml list every project file its process imported: a change to any
+    of them reruns the stage, and nothing else is a dep by accident of the closure."""
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    by_command = {}
+    for name, stage in stages.items():
+        words = stage["cmd"].split()
+        by_command[(words[2], words[3] if not words[3].startswith("-") else None)] = name
+    seen = set()
+    for line in records.read_text().splitlines():
+        record = json.loads(line)
+        module = "stages." + record["argv"][0].rsplit("/", 1)[-1].removesuffix(".py")
+        argument = record["argv"][1] if len(record["argv"]) > 1 and not record["argv"][1].startswith("-") else None
+        name = by_command[(module, argument)]
+        seen.add(name)
+        deps = [str(d) for d in stages[name]["deps"]]
+        for file in record["files"]:
+            assert not file.startswith(".."), f"{name} imported {file} from outside the repository copy"
+            assert any(file == d or file.startswith(d.rstrip("/") + "/") for d in deps), f"{name}: {file} not in deps"
+    assert seen == set(stages), f"stages without an import record: {set(stages) - seen}"
 
 
 @pytest.mark.slow
@@ -43,7 +70,9 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy_repo(root, repo)
-    _dvc(["repro"], repo)
+    records = tmp_path / "imports.jsonl"
+    _dvc(["repro"], repo, PUNCT_RECORD_IMPORTS=str(records))
+    _check_deps_cover_imports(repo, records)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     audit = json.loads((repo / "reports" / "audit.json").read_text())
     assert {k for k in audit if not k.startswith("dataset:")} == set(params["corpora"]) | set(params["alignments"])
@@ -56,7 +85,7 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
         report = json.loads((repo / "data" / "alignment" / f"{name}.json").read_text())
         assert report["hypothesis_words"] == audit[entry["hyp"]]["words"] == audit[name]["words"]
         assert report["marks"]["transferred"] > 0
-    first = _digests(repo / "data" / "segments")
-    assert "up to date" in _dvc(["status", "dvc.yaml"], repo)
+    first = _digests(repo / "data")
+    assert first and "up to date" in _dvc(["status", "dvc.yaml"], repo)
     _dvc(["repro", "--force"], repo)
-    assert _digests(repo / "data" / "segments") == first  # byte-identical outputs
+    assert _digests(repo / "data") == first  # byte-identical outputs, every stage
