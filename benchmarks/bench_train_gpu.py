@@ -98,6 +98,7 @@ def synthetic_dataset(folder: Path, rows: int, max_len: int, seed: int = 0) -> P
             "input_ids": lists(ids),
             "attention_mask": lists(np.ones(total, np.int8)),
             "labels": lists(labels),
+            "case_labels": lists(np.where(labels == IGNORE, IGNORE, 0).astype(np.int8)),
             "word_index": lists(position),
         }
     ).cast(SEQUENCE_SCHEMA)

@@ -58,6 +58,16 @@ class PieceCache:
     def __init__(self, tokenizer, limit: int = 2_000_000):
         self.tokenizer, self.limit = tokenizer, limit
         self.ids: dict[str, np.ndarray] = {}
+        self.backend = None
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            # a copy without the padding and truncation a tokenizer.json may carry (sentence-transformers
+            # models pad every encoding to 128): the Python call turns them off per call, the backend does not
+            from tokenizers import Tokenizer
+
+            self.backend = Tokenizer.from_str(backend.to_str())
+            self.backend.no_padding()
+            self.backend.no_truncation()
 
     def pieces(self, words: list[str]) -> list[np.ndarray]:
         missing = [w for w in words if w not in self.ids]
@@ -65,9 +75,8 @@ class PieceCache:
             if len(self.ids) + len(missing) > self.limit:
                 self.ids.clear()
             unk = self.tokenizer.unk_token_id
-            backend = getattr(self.tokenizer, "backend_tokenizer", None)
-            if backend is not None:  # the fast tokenizer's own batch encoder: the same ids, no Python wrapping
-                encoded = [e.ids for e in backend.encode_batch(missing, add_special_tokens=False)]
+            if self.backend is not None:  # the fast tokenizer's own batch encoder: the same ids, no Python wrapping
+                encoded = [e.ids for e in self.backend.encode_batch(missing, add_special_tokens=False)]
             else:
                 encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
             for word, ids in zip(missing, encoded):

@@ -221,3 +221,18 @@ def test_exports_round_trip(dev_sample, tmp_path):
     labels = (tmp_path / "nemo/train/labels.txt").read_text().splitlines()
     assert len(text) == len(labels) == dev_sample.num_rows
     assert all(len(t.split()) == len(l.split()) for t, l in zip(text, labels))
+
+
+def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
+    """The packaged MiniLM's tokenizer.json pads every encoding to 128: a word is still its own pieces."""
+    from transformers import AutoTokenizer
+
+    from pipeline.pretrained import pretrained_path
+    from pipeline.sequences import PieceCache
+
+    tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))
+    words = ["restoration", "the", "punctuation", "zzyzx", "naïve"]
+    pieces = [p.tolist() for p in PieceCache(tokenizer).pieces(words)]  # before any call through transformers
+    expected = tokenizer(words, add_special_tokens=False)["input_ids"]
+    assert pieces == expected
+    assert max(len(e) for e in expected) < 8
