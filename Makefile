@@ -32,10 +32,13 @@ $(STAMP): requirements.txt requirements-itn.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# dvc.yaml is generated from the params files: regenerated first, so a params key added is tracked
 repro: $(STAMP)
+	$(BIN)/python -m stages.dvc_yaml
 	$(BIN)/dvc repro
 
 repro-real: $(STAMP)
+	$(BIN)/python -m stages.dvc_yaml
 	$(BIN)/dvc repro real/dvc.yaml
 
 test: $(STAMP)

@@ -131,7 +131,7 @@ def part_name(index: int) -> str:
 class ShardResult:
     index: int
     rows: int
-    words: int
+    words: int | None  # None: the table has no words (sequences)
     counts: Counts
     payload: Any = None
 
@@ -153,7 +153,9 @@ class WriteParts:
                 raise ValueError("a step returned a table but the stage writes no dataset")
             io.write_parquet(table, Path(self.folder) / part_name(shard.index))
             rows = table.num_rows
-            if rows and "words" in table.column_names:
+            if "words" not in table.column_names:
+                words = None
+            elif rows:
                 words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0)
         return ShardResult(shard.index, rows, words, result.counts, result.payload)
 
@@ -167,13 +169,10 @@ def run_step(
 
 def finish(folder: str | os.PathLike, kind: str, results: list[ShardResult], **extra) -> dict:
     """Write the dataset's manifest from its parts' results; returns it."""
-    manifest = {
-        "kind": kind,
-        "parts": len(results),
-        "rows": sum(r.rows for r in results),
-        "words": sum(r.words for r in results),
-        **extra,
-    }
+    manifest = {"kind": kind, "parts": len(results), "rows": sum(r.rows for r in results)}
+    if not any(r.words is None for r in results):
+        manifest["words"] = sum(r.words for r in results)
+    manifest.update(extra)
     io.write_manifest(Path(folder), manifest)
     return manifest
 

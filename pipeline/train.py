@@ -19,7 +19,7 @@ on several (see the README).  Per step:
 
 Each epoch ends with dev scores; the best model (dev overall F1) is saved, and training stops
 after ``patience`` epochs without improvement.  ``checkpoint_every`` N steps saves model,
-optimizer, scheduler, RNG states (``accelerator.save_state``) and the loop's own state, so a
+optimizer, scheduler, RNG states (``accelerator.save_state``) and the loop's own state (epoch, micro-batches done), so a
 killed run resumed with ``resume=True`` ends with the same weights as an uninterrupted one.
 """
 

@@ -150,8 +150,20 @@ def _lexicon_dirs(lang: str) -> list[str]:
     return ["lexicons/common", *([f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [])]
 
 
-def stages(params, layout: Layout) -> dict:
-    """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`)."""
+def _has_key(document: dict, dotted: str) -> bool:
+    node = document
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def stages(params, layout: Layout, document: dict | None = None) -> dict:
+    """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`).
+
+    ``document``: the params file as written.  DVC tracks only keys present in the file, so a key
+    left to its default is not listed (the default lives in ``pipeline/params.py``, a dep)."""
     out: dict[str, dict] = {}
     p, data = layout.params, layout.data
 
@@ -161,6 +173,8 @@ def stages(params, layout: Layout) -> dict:
             body["wdir"] = layout.wdir
         body["cmd"] = cmd
         body["deps"] = deps
+        if document is not None:
+            param_keys = [k for k in param_keys if _has_key(document, k)]
         if param_keys:
             body["params"] = [{p: list(param_keys)}] if p != "params.yaml" else list(param_keys)
         body["outs"] = outs
@@ -339,13 +353,13 @@ PIPELINES = {
         "params.yaml",
         Layout("params.yaml", "data", "reports", "lexicons", "models", None),
         "# The default pipeline over the embedded samples, generated from params.yaml by\n"
-        "# `python -m stages.dvc_yaml` (make repro runs it): do not edit, edit params.yaml.\n",
+        "# `python -m stages.dvc_yaml` (`make repro` runs it first): do not edit, edit params.yaml.\n",
     ),
     "real/dvc.yaml": (
         "real/params.yaml",
         Layout("real/params.yaml", "real/data", "real/reports", "real/lexicons", "real/models", ".."),
         "# The real-corpora pipeline (../shared/corpora), generated from real/params.yaml by\n"
-        "# `python -m stages.dvc_yaml`: do not edit.  Run from the project root: `make repro-real`.\n",
+        "# `python -m stages.dvc_yaml`: do not edit.  Run from the project root: `make repro-real` (regenerates it first).\n",
     ),
 }
 
@@ -354,7 +368,8 @@ def render(target: str) -> str:
     from pipeline.params import load
 
     params_file, layout, header = PIPELINES[target]
-    body = yaml.safe_dump({"stages": stages(load(ROOT / params_file), layout)}, sort_keys=False, width=120)
+    document = yaml.safe_load((ROOT / params_file).read_text(encoding="utf-8")) or {}
+    body = yaml.safe_dump({"stages": stages(load(ROOT / params_file), layout, document)}, sort_keys=False, width=120)
     return header + body
 
 

@@ -89,3 +89,11 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     assert first and "up to date" in _dvc(["status", "dvc.yaml"], repo)
     _dvc(["repro", "--force"], repo)
     assert _digests(repo / "data") == first  # byte-identical outputs, every stage
+
+
+def test_dvc_yaml_is_generated_from_the_params_files(root):
+    """dvc.yaml and real/dvc.yaml are what `python -m stages.dvc_yaml` writes from the params files."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "stages.dvc_yaml", "--check"], cwd=root, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
