@@ -169,6 +169,7 @@ def test_html_report_in_headless_chromium(tmp_path, root):
         assert rgb in colors, f"no pixel of {hex_color} in the screenshot"
 
 
+@pytest.mark.slow
 def test_metrics_diff_shows_changed_shares(root, tmp_path):
     """`dvc metrics diff` between two params settings (spoken numbers on/off for a Malay corpus)."""
     from test_dvc_pipeline import _copy_repo, _dvc
