@@ -358,6 +358,7 @@ class Outputs:
         self.staged: list[tuple[Path, Path, bool]] = []  # (staging, final, is_dataset)
         self.locks: list[_Lock] = []
         self.scratches: list[Path] = []
+        self.scratch_for: list[Path] = []  # the outputs the scratch folders are for
         self.folders: list[Path] = []  # parent folders this run created, removed at the end if empty
 
     def _make_parent(self, final: Path) -> None:
@@ -409,6 +410,7 @@ class Outputs:
         except OSError as exc:
             raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
         self.scratches.append(folder)
+        self.scratch_for.append(final)
         return folder
 
     def commit(self) -> None:
@@ -462,16 +464,20 @@ class Outputs:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
-        finals = [final for _, final, _ in self.staged]
+        finals = [final for _, final, _ in self.staged] or self.scratch_for
         try:
             if kind is None:
-                self.commit()
+                try:
+                    self.commit()
+                except BaseException:
+                    self.abort()  # what was not put in place (commit rolled back) is removed
+                    raise
             else:
                 self.abort()
         finally:
             self.close()
         if isinstance(value, OSError) and _errno_of(value) in _DISK_ERRNOS:
-            # a writer that words no path (a file object's write, a library's): name the output
+            # a writer that words no path (a file object's write, a library's): name the outputs
             where = [value.filename] if value.filename else finals
             if where:
                 raise write_failed(value, *where) from None
