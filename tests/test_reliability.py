@@ -368,7 +368,6 @@ def test_a_params_file_that_is_not_yaml_names_the_line(ws, tmp_path):
     assert line.startswith(f"error: {tmp_path / 'params.yaml'}:3: not valid YAML")
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline/params.py load(): a UnicodeDecodeError escapes unworded (lead's file)")
 def test_a_params_file_with_invalid_utf8_names_the_file(ws, tmp_path):
     (tmp_path / "params.yaml").write_bytes(b"corpora:\n  t\xffalks: {}\n")
     line = error_line(*call("stages.split", ["ds", "--params", tmp_path / "params.yaml", "--out", tmp_path / "o",
@@ -989,11 +988,13 @@ def test_walk_a_write_the_disk_refuses_in_a_real_process(name, ws, tmp_path):
     assert snapshot(tmp_path, ws) == before
 
 
-@pytest.mark.xfail(strict=True, reason="stages/train.py main() is not wrapped by pipeline.entrypoint.run (training)")
 def test_walk_the_train_stage_with_a_missing_dataset(tmp_path):
+    model = {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
     params = write_params(
-        tmp_path / "params.yaml", {**base_params(tmp_path), "train": {"t": {"dataset": "ds", "lang": "en"}}}
+        tmp_path / "params.yaml",
+        {**base_params(tmp_path), "train": {"t": {"dataset": "ds", "lang": "en", "config": model}}},
     )
     argv = ["t", "--params", params, "--data-dir", tmp_path / "data", "--models-dir", tmp_path / "m"]
     proc = run_module("stages.train", [*argv, "--reports-dir", tmp_path / "r"])
-    assert "segments.parquet: input does not exist" in error_line(proc.returncode, proc.stderr)
+    line = error_line(proc.returncode, proc.stderr)
+    assert f"{tmp_path / 'data' / 'datasets' / 'ds'}: dataset folder does not exist" in line
