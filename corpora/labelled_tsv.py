@@ -6,8 +6,9 @@ for the language but never dropped, so the label counts of the file are reproduc
 a word that normalization empties (the IWSLT and Bangla sets have a few zero-width "words")
 stays, as an empty word, counted under ``empty_words``; a word written with spaces inside
 stays one word, its spaces removed, counted under ``words_with_spaces_joined`` (a control
-character inside a word is such a space, also counted under ``control_characters_made_spaces``).  Case labels
-come from the words as written (these sources are lowercase: all O, which the report notes).
+character inside a word is such a space, also counted under ``control_characters_made_spaces``).
+Case labels come from the words as written (these sources are lowercase: all O, which the
+report notes).
 """
 
 from __future__ import annotations

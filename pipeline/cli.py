@@ -70,10 +70,11 @@ def _reader_options(args):
         return P.validate(P.corpus_model(args.reader), entry, None)
     except P.ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
-        if problem.startswith("unknown key"):
+        head, dot, rest = key.partition(".")  # a nested key (news_json's fields.text) keeps its path
+        if problem.startswith("unknown key") and not dot:
             hint = problem.removeprefix("unknown key")  # a did-you-mean helps; the list of all keys does not
             problem = f"not an option of reader {args.reader!r}{hint if hint.startswith('; did you mean') else ''}"
-        raise P.ParamsError(f"{_flag(key.split('.')[0])}: {problem}") from None
+        raise P.ParamsError(f"{_flag(head)}{dot}{rest}: {problem}") from None
 
 
 def _ingest(args) -> dict:
