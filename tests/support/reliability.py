@@ -2,6 +2,8 @@
 snapshots of folders (to prove nothing was written), a small pipeline workspace built through the
 real stages."""
 
+# ruff: noqa: E501 (the case tables keep one case per line, as they are read)
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +27,9 @@ SAMPLES = ROOT / "corpora" / "samples"
 LEFTOVER = re.compile(r"^\..*(\.staging-|\.old-|\.lock$)")
 
 
-def run_module(module: str, args: list[str], cwd=ROOT, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+def run_module(
+    module: str, args: list[str], cwd=ROOT, env: dict | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     """``python -m module args`` in a fresh process, stdout and stderr captured as text."""
     return subprocess.run(
         [sys.executable, "-m", module, *map(str, args)],
