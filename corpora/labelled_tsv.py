@@ -5,8 +5,10 @@ document (a shard: the format has no document boundaries to cut at).  Words are 
 for the language but never dropped, so the label counts of the file are reproduced exactly:
 a word that normalization empties (the IWSLT and Bangla sets have a few zero-width "words")
 stays, as an empty word, counted under ``empty_words``; a word written with spaces inside
-stays one word, its spaces removed, counted under ``words_with_spaces_joined``.  Case labels
-come from the words as written (these sources are lowercase: all O, which the report notes).
+stays one word, its spaces removed, counted under ``words_with_spaces_joined`` (a control
+character inside a word is such a space, also counted under ``control_characters_made_spaces``).
+Case labels come from the words as written (these sources are lowercase: all O, which the
+report notes).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pipeline.ingest import FileShard, ReaderOptions
 from pipeline.io import InputError, read_text
 from pipeline.labelling import case_labels
 from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
+from pipeline.normalize import replace_controls
 from pipeline.schema import segments_table
 from pipeline.step import Counts, StepResult
 
@@ -76,7 +79,8 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
     if not seg_words:
         counts.stats["empty_files"] += 1
         return StepResult(segments_table(corpus, language.code, [], [], [], []), counts)
-    flat = [w for seg in seg_words for w in seg]
+    # control characters become spaces first (counted), so a word they split is joined and counted too
+    flat = replace_controls(pa.array([w for seg in seg_words for w in seg], pa.string()), counts.stats).to_pylist()
     counts.stats["words_with_spaces_joined"] += sum(1 for w in flat if len(w.split()) > 1)
     written = pa.array(language.normalize_words(flat), pa.string())
     stored = pa.array([w.lower() for w in written.to_pylist()], pa.string()) if language.lowercase else written

@@ -14,26 +14,51 @@ from pathlib import Path
 import yaml
 
 from . import io
-from .entrypoint import add_logging_options, run, setup_logging
+from . import params as P
+from .entrypoint import ArgumentParser, add_logging_options, run, setup_logging
+from .executor import ENGINES
 
 log = logging.getLogger("punct-corpora")
 
-#: reader options that have a flag of their own (others: --option KEY=VALUE)
-_FLAGS = {"doc_boundary": "--doc-boundary", "quoting": "--quoting"}
+#: corpus-entry keys that have a flag of their own (others: --option KEY=VALUE)
+_FLAGS = {
+    "doc_boundary": "--doc-boundary",
+    "quoting": "--quoting",
+    "glob": "--glob",
+    "spoken": "--spoken",
+    "user_dict": "--user-dict",
+}
 
 
 def _flag(key: str) -> str:
     return _FLAGS.get(key, f"--option {key}")
 
 
-def _reader_options(args) -> tuple[dict, object]:
-    """The corpus entry the flags describe, checked by the reader's schema (as a params entry is)."""
-    from . import params as P
+def _checked(model, options: dict[str, tuple[str, object]], **fixed):
+    """``model`` (a params schema) from the options given on the command line (``{key: (flag,
+    value)}``, None: not given, so the schema's default holds) and ``fixed`` values; a problem is
+    worded as in a params file, naming the flag instead of the key."""
+    data = {**fixed, **{key: value for key, (_, value) in options.items() if value is not None}}
+    try:
+        return P.validate(model, data, None)
+    except P.ParamsError as exc:
+        key, _, problem = str(exc).partition(": ")
+        flag = options[key][0] if key in options else key
+        raise P.ParamsError(f"{flag}: {problem}") from None
 
-    entry: dict = {"reader": args.reader, "lang": args.lang, "input": "-", "spoken": args.spoken}
-    if args.user_dict:
-        entry["user_dict"] = args.user_dict
-    for key in ("doc_boundary", "quoting"):
+
+def _engine(args, **flags) -> P.EngineParams:
+    """The engine options (``--engine``, ``--workers``, ...) over the engine section's defaults."""
+    given = {key: (flag, getattr(args, key)) for key, flag in flags.items()}
+    return _checked(P.EngineOverride, given).over(P.EngineParams())
+
+
+def _reader_options(args):
+    """The corpus entry the flags describe, checked by the reader's schema (as a params entry is)."""
+    if problem := P.reader_problem(args.reader):
+        raise P.ParamsError(f"--reader: {problem}")
+    entry: dict = {"reader": args.reader, "lang": args.lang, "input": "-"}
+    for key in _FLAGS:
         if getattr(args, key) is not None:
             entry[key] = getattr(args, key)
     for item in args.option or []:
@@ -41,25 +66,22 @@ def _reader_options(args) -> tuple[dict, object]:
         if not sep or not key:
             raise P.ParamsError(f"--option {item!r}: expected KEY=VALUE")
         entry[key] = yaml.safe_load(value)
-    from .ingest import readers
-
-    if args.reader not in readers():
-        raise P.ParamsError(f"--reader: {args.reader!r} is not a reader; available: {', '.join(sorted(readers()))}")
     try:
-        model = P.validate(P.corpus_model(args.reader), entry, "command line")
+        return P.validate(P.corpus_model(args.reader), entry, None)
     except P.ParamsError as exc:
-        message = str(exc).removeprefix("command line: ")
-        key = message.split(":", 1)[0]
-        if key in _FLAGS or "unknown key" in message:
-            message = f"{_flag(key)}: not an option of reader {args.reader!r}" if "unknown key" in message else message
-        raise P.ParamsError(message) from None
-    return entry, model
+        key, _, problem = str(exc).partition(": ")
+        head, dot, rest = key.partition(".")  # a nested key (news_json's fields.text) keeps its path
+        if problem.startswith("unknown key") and not dot:
+            hint = problem.removeprefix("unknown key")  # a did-you-mean helps; the list of all keys does not
+            problem = f"not an option of reader {args.reader!r}{hint if hint.startswith('; did you mean') else ''}"
+        raise P.ParamsError(f"{_flag(head)}{dot}{rest}: {problem}") from None
 
 
 def _ingest(args) -> dict:
     from .ingest import ingest
 
-    _, entry = _reader_options(args)
+    entry = _reader_options(args)
+    engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
     report = ingest(
         args.reader,
         args.inputs,
@@ -68,12 +90,12 @@ def _ingest(args) -> dict:
         args.out,
         args.stats,
         options=entry.reader_options(),
-        spoken=args.spoken,
-        glob=args.glob,
-        user_dict=args.user_dict,
-        engine=args.engine,
-        workers=args.workers,
-        lines_per_shard=args.shard_lines,
+        spoken=entry.spoken,
+        glob=entry.glob,
+        user_dict=entry.user_dict,
+        engine=engine.engine,
+        workers=engine.workers,
+        lines_per_shard=engine.shard_lines,
     )
     dropped = sum(report["dropped"].values())
     log.info(
@@ -93,7 +115,8 @@ def _audit(args) -> dict:
     from .report_html import table1_markdown
     from .reports import write_outputs
 
-    with io.Outputs(inputs=args.inputs) as outputs, executor(args.engine, args.workers) as runner:
+    engine = _engine(args, engine="--engine", workers="--workers")
+    with io.Outputs(inputs=args.inputs) as outputs, executor(engine.engine, engine.workers) as runner:
         result, histograms = audit_datasets(
             runner,
             args.inputs,
@@ -113,18 +136,23 @@ def _align(args) -> dict:
     from .ingest import ingest_table
     from .verbalize import verbalizer_or_none
 
-    ref, _ = ingest_table(args.ref_reader, [args.ref], args.lang, Path(args.ref).stem)
-    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], args.lang, Path(args.hyp).stem)
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
+    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
+    for reader, flag in ((args.ref_reader, "--ref-reader"), (args.hyp_reader, "--hyp-reader")):
+        if problem := P.reader_problem(reader):
+            raise P.ParamsError(f"{flag}: {problem}")
+    ref, _ = ingest_table(args.ref_reader, [args.ref], entry.lang, Path(args.ref).stem)
+    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], entry.lang, Path(args.hyp).stem)
     out, report = align_tables(
         ref,
         hyp,
-        policy=args.policy,
-        verbalizer=verbalizer_or_none(args.lang),
-        max_wer=args.max_wer,
-        force=args.force,
+        policy=entry.policy,
+        verbalizer=verbalizer_or_none(entry.lang),
+        max_wer=entry.max_wer,
+        force=entry.force,
         corpus=args.corpus,
-        pair_by=args.pair_by,
-        workers=args.workers,
+        pair_by=entry.pair_by,
+        workers=entry.workers,
     )
     from .dataset import finish
 
@@ -148,6 +176,10 @@ def _align(args) -> dict:
     return report
 
 
+#: align options that are keys of an alignments entry
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "max_wer", "force", "workers")
+
+
 class _Part:
     def __init__(self, table):
         import pyarrow.compute as pc
@@ -160,20 +192,22 @@ def _confusables(args) -> dict:
     from .confusables import build_confusables, vocabulary_from_segments
     from .g2p import get_g2p
 
-    g2p = get_g2p(args.lang)
-    if args.keep_stress:
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
+    entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
+    g2p = get_g2p(entry.lang)
+    if entry.keep_stress:
         if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
-            raise ValueError(f"--keep-stress means nothing for language {args.lang!r}")
+            raise ValueError(f"--keep-stress means nothing for language {entry.lang!r}")
         g2p = type(g2p)(True)
     if args.vocab.endswith(".parquet") or Path(args.vocab).is_dir():
-        words = vocabulary_from_segments(args.vocab, args.min_count)
+        words = vocabulary_from_segments(args.vocab, entry.min_count)
     else:
         words = [line.strip() for line in io.read_text(args.vocab).splitlines() if line.strip()]
     table, report = build_confusables(
         words,
         g2p,
-        k=args.k,
-        workers=args.workers,
+        k=entry.k,
+        workers=entry.workers,
         progress=lambda stage, done, total: log.info("confusables: radius %s: %d/%d words settled", stage, done, total),
     )
     with io.Outputs(inputs=[args.vocab]) as outputs:
@@ -184,6 +218,10 @@ def _confusables(args) -> dict:
         "confusables: %d words, %d rows, skipped %s -> %s", report["words"], report["rows"], report["skipped"], args.out
     )
     return report
+
+
+#: confusables options that are keys of a confusables entry
+_CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
 def _export(args) -> None:
@@ -245,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .ingest import readers
     from .languages import available_languages
 
-    parser = argparse.ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
+    parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
     common = argparse.ArgumentParser(add_help=False)
     add_logging_options(common)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -279,17 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="any other reader option, the value in YAML (news_json: fields={text: article})",
     )
-    ingest.add_argument("--spoken", action="store_true", help="replace written numbers by their spoken form")
+    # no defaults here: an option not given takes the params schema's default
+    ingest.add_argument(
+        "--spoken", action="store_true", default=None, help="replace written numbers by their spoken form"
+    )
     ingest.add_argument("--user-dict", help="a jieba user dictionary (Mandarin)")
-    ingest.add_argument("--glob", default="*", help="with folder inputs: which files to read")
+    ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
     ingest.add_argument(
         "--engine",
-        choices=["local", "dask"],
-        default="local",
-        help="local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
+        choices=ENGINES,
+        help="local worker processes (default), or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
     )
-    ingest.add_argument("--workers", type=int, default=0, help="worker processes (0: one per core)")
-    ingest.add_argument("--shard-lines", type=int, default=100_000, help="input lines per shard (line readers)")
+    ingest.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
+    ingest.add_argument("--shard-lines", type=int, help="input lines per shard (line readers; default 100000)")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
     ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")
@@ -306,8 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--out", required=True, metavar="DIR")
     audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
     audit.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
-    audit.add_argument("--engine", choices=["local", "dask"], default="local")
-    audit.add_argument("--workers", type=int, default=0)
+    audit.add_argument("--engine", choices=ENGINES, help="default: local")
+    audit.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
@@ -322,12 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
     align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
     align.add_argument("--lang", required=True)
-    align.add_argument("--policy", default="guerreiro", choices=["guerreiro", "ueffing", "nearest"])
-    align.add_argument("--pair-by", default="id", choices=["id", "order"], help="how documents are paired")
-    align.add_argument("--max-wer", type=float, default=0.5, help="fail above this WER (default 0.5)")
-    align.add_argument("--force", action="store_true", help="align even above --max-wer")
+    align.add_argument("--policy", choices=P.POLICIES, help="default: guerreiro")
+    align.add_argument("--pair-by", choices=["id", "order"], help="how documents are paired (default: id)")
+    align.add_argument("--max-wer", type=float, help="fail above this WER (default 0.5)")
+    align.add_argument("--force", action="store_true", default=None, help="align even above --max-wer")
     align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
-    align.add_argument("--workers", type=int, default=1, help="processes aligning documents (0: one per core)")
+    align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
@@ -340,10 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
-    conf.add_argument("--min-count", type=int, default=1, help="with a segment dataset: keep words seen this often")
-    conf.add_argument("--k", type=int, default=3)
-    conf.add_argument("--keep-stress", action="store_true", help="keep English stress digits / Mandarin tones")
-    conf.add_argument("--workers", type=int, default=0, help="threads for rapidfuzz (0: one per core)")
+    conf.add_argument("--min-count", type=int, help="with a segment dataset: keep words seen this often (default 1)")
+    conf.add_argument("--k", type=int, help="neighbours per word (default 3)")
+    conf.add_argument(
+        "--keep-stress", action="store_true", default=None, help="keep English stress digits / Mandarin tones"
+    )
+    conf.add_argument("--workers", type=int, help="threads for rapidfuzz (default 0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)

@@ -16,11 +16,25 @@ import os
 import sys
 from collections.abc import Callable
 
-from .io import InputError, OutputError, exit_cleanly_on_signals
+from .io import InputError, OutputError, Terminated, exit_cleanly_on_signals, shown
 from .params import ParamsError
 
 #: failures that are the user's input, params or disk, not a bug: one line, exit 2
 EXPECTED = (ParamsError, InputError, OutputError, ValueError, OSError)
+
+
+def print_error(message: str) -> None:
+    """The one form of a refusal on stderr: a single line (a library's message may hold several)."""
+    print(f"error: {' '.join(str(message).splitlines())}", file=sys.stderr)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with its errors in the same one line as every other refusal (not usage + message);
+    the command line and every stage build their parsers from it (subparsers inherit it)."""
+
+    def error(self, message: str):
+        print_error(message)
+        sys.exit(2)
 
 
 def add_logging_options(parser: argparse.ArgumentParser) -> None:
@@ -67,9 +81,14 @@ def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None =
     try:
         return main(argv) or 0
     except EXPECTED as exc:
-        message = str(exc) if not isinstance(exc, OSError) or not exc.filename else f"{exc.filename}: {exc.strerror}"
-        print(f"error: {message}", file=sys.stderr)
+        if isinstance(exc, OSError) and exc.filename:
+            print_error(f"{shown(exc.filename)}: {exc.strerror}")
+        else:
+            print_error(str(exc))
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print_error("interrupted")
         return 130
+    except Terminated as exc:  # SIGTERM/SIGHUP: the outputs' staging is already removed
+        print_error(f"terminated by {exc.signal.name}")
+        return 128 + exc.signal

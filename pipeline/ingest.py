@@ -165,7 +165,9 @@ def ingest(
         options = validate_options(reader, options)
     shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
     step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
-    inputs_read = files + ([Path(user_dict)] if user_dict else [])
+    given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
+    # the folders given too: an output inside one would be read by the next run
+    inputs_read = [*map(Path, given), *files] + ([Path(user_dict)] if user_dict else [])
     with io.Outputs(inputs=inputs_read) as outputs:
         folder = outputs.dataset(out)
         stats_path = outputs.file(stats) if stats else None

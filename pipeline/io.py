@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -32,6 +33,7 @@ import pyarrow.parquet as pq
 from .schema import PARQUET_OPTIONS, SchemaError, as_dictionaries, conform, statistics_columns
 
 BOM = b"\xef\xbb\xbf"
+_STAGED_NAME = re.compile(r"^\.(.+)\.staging-\d+-.*$")
 #: the manifest that marks a dataset folder (a folder of part-NNNNN.parquet files) as this tool's
 MANIFEST = "_punct.json"
 
@@ -44,16 +46,55 @@ class OutputError(ValueError):
     """An output cannot be written: the message names the path and why."""
 
 
+#: a full disk, a quota or a file-size limit: writing failed, whichever writer it was
+_DISK_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large",
+}
+
+
+def _errno_of(exc: OSError) -> int | None:
+    """The errno of ``exc``; Arrow raises a plain OSError that words it only in the message."""
+    if exc.errno is not None:
+        return exc.errno
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+    return int(found.group(1)) if found else None
+
+
 def _os_reason(exc: OSError) -> str:
-    if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
+    number = _errno_of(exc)
+    if number in _DISK_ERRNOS:
+        return _DISK_ERRNOS[number]
     return exc.strerror or str(exc)
+
+
+def shown(path: str | os.PathLike) -> Path:
+    """``path`` as the user knows it: a staging name (``.NAME.staging-PID-XXXX``) becomes the output's
+    ``NAME``, so a message names the output, not a temporary path the run removes."""
+    return Path(*(_STAGED_NAME.sub(r"\1", part) for part in Path(path).parts))
+
+
+def write_failed(exc: OSError, *paths: str | os.PathLike) -> OutputError:
+    """The one wording of a failed write of ``paths`` (the outputs it may have been)."""
+    return OutputError(f"{', '.join(str(shown(p)) for p in paths)}: cannot write ({_os_reason(exc)})")
+
+
+def _missing(path: Path) -> InputError | None:
+    """Why ``path`` cannot be read at all (nothing there, a link to nothing), or None."""
+    if path.is_symlink() and not path.exists():
+        return InputError(f"{path}: broken symbolic link")
+    if not path.exists():
+        return InputError(f"{path}: input does not exist")
+    return None
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
     path = Path(path)
     try:
         return path.read_bytes()
+    except FileNotFoundError:
+        raise _missing(path) or InputError(f"{path}: input does not exist") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, not a file") from None
     except OSError as exc:
@@ -118,10 +159,8 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
         if not files:
             raise InputError(f"{path}: directory has no input files matching {pattern!r}")
         return files
-    if path.is_symlink() and not path.exists():
-        raise InputError(f"{path}: broken symbolic link")
-    if not path.exists():
-        raise InputError(f"{path}: input does not exist")
+    if problem := _missing(path):
+        raise problem
     return [path]
 
 
@@ -133,8 +172,8 @@ def parquet_files(path: str | os.PathLike) -> list[Path]:
         if not files:
             raise InputError(f"{path}: folder holds no part-*.parquet files (not a dataset of this tool)")
         return files
-    if not path.exists():
-        raise InputError(f"{path}: input does not exist")
+    if problem := _missing(path):
+        raise problem
     return [path]
 
 
@@ -203,7 +242,7 @@ def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
             table, path, write_statistics=statistics_columns(table.schema), store_schema=False, **PARQUET_OPTIONS
         )
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+        raise write_failed(exc, path) from None
     make_readable(path)
 
 
@@ -253,6 +292,9 @@ def check_not_input(outputs, inputs) -> None:
         for source in map(Path, inputs):
             if _same_path(out, source) or source.resolve().is_relative_to(out.resolve()):
                 raise OutputError(f"{out}: is also an input ({source}): choose another output path")
+            # a dataset or a folder of inputs is read whole: an output inside it would be read too
+            if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
+                raise OutputError(f"{out}: lies inside an input ({source}): choose another output path")
 
 
 class _Lock:
@@ -316,15 +358,22 @@ class Outputs:
         self.staged: list[tuple[Path, Path, bool]] = []  # (staging, final, is_dataset)
         self.locks: list[_Lock] = []
         self.scratches: list[Path] = []
+        self.scratch_for: list[Path] = []  # the outputs the scratch folders are for
+        self.folders: list[Path] = []  # parent folders this run created, removed at the end if empty
+
+    def _make_parent(self, final: Path) -> None:
+        missing = [p for p in [final.parent, *final.parent.parents] if not p.exists()]
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{final.parent}: cannot create ({_os_reason(exc)})") from None
+        self.folders += reversed(missing)
 
     def _stage(self, final, dataset: bool) -> Path:
         final = Path(final)
         check_not_input([final], self.inputs)
         _replaceable(final, dataset)
-        try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputError(f"{final.parent}: cannot create ({_os_reason(exc)})") from None
+        self._make_parent(final)
         lock = _Lock(final)
         lock.acquire()
         self.locks.append(lock)
@@ -354,12 +403,14 @@ class Outputs:
         """A working folder beside ``beside`` (an output of this run) for data exchanged between
         passes; removed when the run ends, whatever happens."""
         final = Path(beside)
+        check_not_input([final], self.inputs)
+        self._make_parent(final)
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix=f".{final.name}{_STAGING}{os.getpid()}-scratch-", dir=final.parent))
         except OSError as exc:
             raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
         self.scratches.append(folder)
+        self.scratch_for.append(final)
         return folder
 
     def commit(self) -> None:
@@ -367,20 +418,23 @@ class Outputs:
         for staging, _, _ in self.staged:
             make_readable(staging)
         moved: list[tuple[Path, Path, Path | None]] = []  # (final, staging, set-aside old)
-        try:
-            for staging, final, _ in self.staged:
-                old = None
+        for staging, final, _ in self.staged:
+            old = None
+            try:
                 if final.exists() or final.is_symlink():
                     old = final.parent / f".{final.name}{_OLD}{os.getpid()}"
                     os.replace(final, old)
                 os.replace(staging, final)
-                moved.append((final, staging, old))
-        except OSError as exc:
-            for final, staging, old in reversed(moved):
-                os.replace(final, staging)
-                if old is not None:
+            except OSError as exc:
+                # the earlier outputs go back to staging and every set-aside output back in place
+                if old is not None and not (final.exists() or final.is_symlink()):
                     os.replace(old, final)
-            raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
+                for done_final, done_staging, done_old in reversed(moved):
+                    os.replace(done_final, done_staging)
+                    if done_old is not None:
+                        os.replace(done_old, done_final)
+                raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
+            moved.append((final, staging, old))
         for _, _, old in moved:
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
@@ -401,18 +455,32 @@ class Outputs:
         for lock in self.locks:
             lock.release()
         self.locks = []
+        for folder in reversed(self.folders):
+            with contextlib.suppress(OSError):  # not empty: an output is in it
+                folder.rmdir()
+        self.folders = []
 
     def __enter__(self) -> Outputs:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
+        finals = [final for _, final, _ in self.staged] or self.scratch_for
         try:
             if kind is None:
-                self.commit()
+                try:
+                    self.commit()
+                except BaseException:
+                    self.abort()  # what was not put in place (commit rolled back) is removed
+                    raise
             else:
                 self.abort()
         finally:
             self.close()
+        if isinstance(value, OSError) and _errno_of(value) in _DISK_ERRNOS:
+            # a writer that words no path (a file object's write, a library's): name the outputs
+            where = [value.filename] if value.filename else finals
+            if where:
+                raise write_failed(value, *where) from None
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
@@ -426,10 +494,16 @@ def read_manifest(path: str | os.PathLike) -> dict | None:
 
 
 def write_json_in_place(obj, path: Path) -> None:
+    write_text_in_place(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", path)
+
+
+def write_text_in_place(text: str, path: Path) -> None:
+    """One UTF-8 text file written in place (a staging path, or a file inside a staging folder)."""
+    path = Path(path)
     try:
-        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+        raise write_failed(exc, path) from None
     make_readable(path)
 
 
@@ -447,10 +521,7 @@ def write_json(obj, path: str | os.PathLike) -> None:
 
 def write_text(text: str, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
-        try:
-            tmp.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise OutputError(f"{path}: cannot write ({_os_reason(exc)})") from None
+        write_text_in_place(text, tmp)
 
 
 def write_table(table: pa.Table, path: str | os.PathLike) -> None:
@@ -459,12 +530,20 @@ def write_table(table: pa.Table, path: str | os.PathLike) -> None:
         write_parquet(table, tmp)
 
 
+class Terminated(BaseException):
+    """The run was ended by a signal; a BaseException, so no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signal = signal.Signals(signum)
+
+
 def exit_cleanly_on_signals() -> None:
     """SIGTERM and SIGHUP end the run through the normal error path, so staging is removed and
     locks released (SIGKILL cannot be caught: the next run removes what it left)."""
 
     def handler(signum, _frame):
-        raise SystemExit(128 + signum)
+        raise Terminated(signum)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, handler)

@@ -18,7 +18,6 @@ import functools
 import os
 import types
 import typing
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -338,6 +337,17 @@ def validate(model, data, where: str | None, prefix: tuple = ()):
         raise ParamsError(f"{file}{_wording(errors[0], model, prefix)}{more}") from None
 
 
+def reader_problem(reader) -> str | None:
+    """Why ``reader`` names no reader (with a did-you-mean), or None: for a params entry and ``--reader``."""
+    from .ingest import readers
+
+    if reader in readers():
+        return None
+    close = difflib.get_close_matches(str(reader), list(readers()), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; readers: {', '.join(sorted(readers()))}"
+    return f"{reader!r} is not a reader{hint}"
+
+
 def _check_name(name, where: str, section: str) -> None:
     if not isinstance(name, str) or not name or "/" in name or name.startswith(".") or name != name.strip():
         raise ParamsError(f"{where}: {section}.{name}: a name must be a non-empty string without '/'")
@@ -350,7 +360,7 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
     plugin code (a corpus's reader options and language, a train entry, a confusables language)
     are checked all, or, given ``entries`` (``[("corpora", "en_talks")]``), only those: a stage
     checks what it uses, so it runs (and depends on) only that code."""
-    from .ingest import readers
+    from .io import InputError, read_text
     from .languages import UnknownLanguageError, get_language
 
     def wanted(section: str, name: str) -> bool:
@@ -358,9 +368,9 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
 
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParamsError(f"{where}: cannot read ({exc.strerror})") from None
+        text = read_text(path)  # names the file on a missing file or invalid UTF-8
+    except InputError as exc:
+        raise ParamsError(str(exc)) from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
@@ -380,10 +390,8 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
             continue
         prefix = ("corpora", name)
         reader = entry.get("reader") if isinstance(entry, dict) else None
-        if reader not in readers():
-            close = difflib.get_close_matches(str(reader), list(readers()), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; readers: {', '.join(sorted(readers()))}"
-            raise ParamsError(f"{where}: corpora.{name}.reader: {reader!r} is not a reader{hint}")
+        if problem := reader_problem(reader):
+            raise ParamsError(f"{where}: corpora.{name}.reader: {problem}")
         params.corpus_entries[name] = validate(corpus_model(reader), entry, where, prefix)
     for name, entry in params.train.items():
         params.train_entries[name] = (

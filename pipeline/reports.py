@@ -71,4 +71,4 @@ def write_outputs(result: dict, histograms: dict, out: Path, inputs=()) -> None:
             if text is None:
                 io.write_json_in_place(result, path)
             else:
-                path.write_text(text, encoding="utf-8")
+                io.write_text_in_place(text, path)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
 from pipeline import params as P
 from pipeline.align import align_datasets
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.align")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the alignment in the params file")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--ref", required=True, help="reference segment dataset")

@@ -8,7 +8,6 @@ Writes ``<out>/audit.json`` (DVC metrics), ``label_shares.csv``, ``case_shares.c
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
@@ -18,13 +17,13 @@ from pipeline import params as P
 from pipeline.audit import audit_datasets, empty_summary
 from pipeline.executor import executor
 from pipeline.reports import with_reports, write_outputs
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.audit")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--data-dir", default="data", help="where segments/, alignment/ and datasets/ are")
     parser.add_argument("--out", required=True, help="output directory")

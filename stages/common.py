@@ -1,9 +1,9 @@
 """The stages' shared entry-point behaviour: :mod:`pipeline.entrypoint` (one place for the command
 line and the stages)."""
 
-from pipeline.entrypoint import add_logging_options, run, setup_logging
+from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging
 
-__all__ = ["add_logging_options", "dataset_entry", "run", "setup_logging"]
+__all__ = ["ArgumentParser", "add_logging_options", "dataset_entry", "run", "setup_logging"]
 
 
 def dataset_entry(args):

@@ -6,7 +6,6 @@ streaming pass) or a word-list file; outputs the confusables Parquet and a repor
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
@@ -14,13 +13,13 @@ from pipeline import io
 from pipeline import params as P
 from pipeline.confusables import build_confusables, vocabulary_from_segments
 from pipeline.g2p import get_g2p
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.confusables")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("name")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--vocab", required=True, help="the segment dataset of entry.corpus, or entry.word_list")

@@ -3,20 +3,19 @@ format under ``--out`` (``nemo/``, ``tsv/``, ``hf/``), see :mod:`pipeline.export
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
 from pipeline import io
 from pipeline import params as P
 from pipeline.export import export_datasets
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.export")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--in", dest="input", required=True, help="the dataset's segments (oversampled.parquet)")

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
 from pipeline import params as P
 from pipeline.ingest import ingest
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.ingest")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("corpus", help="name of the corpus in the registry")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")

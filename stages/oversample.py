@@ -4,18 +4,17 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
 from pipeline.oversample import oversample_dataset
-from stages.common import add_logging_options, dataset_entry, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
 
 log = logging.getLogger("stages.oversample")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--in", dest="input", required=True, help="the split dataset")

@@ -3,19 +3,18 @@ and its report (``datasets.<name>.split`` in the params file).  Streams over sha
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
 
 from pipeline.splits import SplitInput, split_dataset
-from stages.common import add_logging_options, dataset_entry, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
 
 log = logging.getLogger("stages.split")
 
 
 def _main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--segments-dir", default="data/segments", help="where the corpora's segment datasets are")

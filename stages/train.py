@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from pipeline import io
-from stages.common import add_logging_options, run, setup_logging
+from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 
 def _confusion_csv(matrix: dict | None) -> str:
@@ -137,7 +137,7 @@ def train_and_score(args) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--dataset", help="dataset folder (default: DATA_DIR/datasets/<train.NAME.dataset>)")

@@ -276,9 +276,7 @@ class Spell:
     def analyse(self, words, stops=(), candidates=None):
         from pipeline.verbalize import Group
 
-        return [
-            Group(i, i + 1, "spell", True, [self.spoken[w]]) for i, w in enumerate(words) if w in self.spoken
-        ]
+        return [Group(i, i + 1, "spell", True, [self.spoken[w]]) for i, w in enumerate(words) if w in self.spoken]
 
 
 def case_transfer(ref_text: str, hyp_text: str, policy: str = "guerreiro", verbalizer=None):

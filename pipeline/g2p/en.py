@@ -26,6 +26,7 @@ import io
 import os
 import re
 import unicodedata
+import warnings
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -67,7 +68,11 @@ def nltk_data_dir() -> Path:
 @functools.cache
 def g2p_en_module():
     """Import g2p_en with the project NLTK data and no download attempt."""
-    import nltk
+    with warnings.catch_warnings():
+        # joblib (imported by NLTK, never used here) warns when it cannot make a semaphore (no
+        # /dev/shm, a file-size limit): nothing to act on, and a run's stderr is its one error line
+        warnings.filterwarnings("ignore", message=".*joblib will operate in serial mode", category=UserWarning)
+        import nltk
 
     data = str(nltk_data_dir())
     if data not in nltk.data.path:
