@@ -359,7 +359,8 @@ PIPELINES = {
         "real/params.yaml",
         Layout("real/params.yaml", "real/data", "real/reports", "real/lexicons", "real/models", ".."),
         "# The real-corpora pipeline (../shared/corpora), generated from real/params.yaml by\n"
-        "# `python -m stages.dvc_yaml`: do not edit.  Run from the project root: `make repro-real` (regenerates it first).\n",
+        "# `python -m stages.dvc_yaml`: do not edit.  Run from the project root: `make repro-real`\n"
+        "# (regenerates it first).\n",
     ),
 }
 
