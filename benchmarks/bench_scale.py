@@ -328,8 +328,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about an hour)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--shard-lines", type=int, default=20_000, help="engine.shard_lines (ingest)")
-    parser.add_argument("--shard-rows", type=int, default=20_000, help="engine.shard_rows (the other stages)")
+    # shards smaller than a corpus at 1 M words (about 11,000 lines each): every size has full
+    # shards, so peak RSS compares like with like
+    parser.add_argument("--shard-lines", type=int, default=5_000, help="engine.shard_lines (ingest)")
+    parser.add_argument("--shard-rows", type=int, default=5_000, help="engine.shard_rows (the other stages)")
     parser.add_argument("--doc-sentences", type=int, default=1, help="sentences per document (1: every line)")
     parser.add_argument("--vocab-size", type=int, default=4000)
     parser.add_argument("--tmp", default=None, help="folder for the corpora and outputs (default: the system's)")
@@ -360,7 +362,8 @@ def main() -> None:
     for line in lines:
         print(line)
     if args.json:
-        out = {"sizes": results, "checks": verdicts, "extrapolation": extrapolation}
+        config = {k: getattr(args, k) for k in ("workers", "shard_lines", "shard_rows", "vocab_size", "doc_sentences")}
+        out = {"config": config, "sizes": results, "checks": verdicts, "extrapolation": extrapolation}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
 
 
