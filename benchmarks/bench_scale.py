@@ -1,0 +1,371 @@
+"""The Indic recipe (ingest -> split -> oversample -> sequences -> audit) at 1 M, 10 M (and 100 M) words.
+
+The corpus is built at run time in a temporary folder from the shared FLORES, NTREX and TICO-19
+sentences of Hindi, Bangla, Marathi and Tamil (one corpus per language).  Each copy of a
+language's sentences is shuffled, and the words inside each sentence are permuted (the last
+word, with the sentence-final mark, stays last), by an RNG seeded per language and copy: the
+text is not one text repeated.  As in the Indic recipe of real/params.yaml, every line is a document
+(``doc_boundary: line``: ids ``<file>#<line>``, unique); ``--doc-sentences N`` writes a blank line
+every N sentences instead (``doc_boundary: blank_line``).
+
+Each stage runs as the DVC pipeline runs it (``python -m stages.X``, a process of its own, on a
+params file written here) and is measured for wall seconds and peak RSS of its largest single
+process (the stage's driver or one of its forked workers: ``wait4``'s ``ru_maxrss`` covers the
+process and its waited-for descendants).  Words/s is the corpus's words (as ingested) over the
+stage's seconds.  Targets (issue 14): peak RSS at 100 M within 1.25x of 1 M and under 2 GB per
+worker; split, oversample and audit >= 5 M words/s per worker, sequences >= 1 M.
+
+    python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
+    python benchmarks/bench_scale.py --words 1e6,1e7,1e8 --json scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from _common import ROOT, require_shared
+
+LANGS = {
+    "hi": ["indic/flores/hin_Deva.devtest", "indic/ntrex/newstest2019-ref.hin.txt", "indic/tico19/tico19-test.hin"],
+    "bn": ["indic/flores/ben_Beng.devtest", "indic/ntrex/newstest2019-ref.ben.txt", "indic/tico19/tico19-test.ben"],
+    "mr": ["indic/flores/mar_Deva.devtest", "indic/ntrex/newstest2019-ref.mar.txt", "indic/tico19/tico19-test.mar"],
+    "ta": ["indic/flores/tam_Taml.devtest", "indic/ntrex/newstest2019-ref.tam.txt", "indic/tico19/tico19-test.tam"],
+}
+STAGES = ("ingest", "split", "oversample", "sequences", "audit")
+DATASET = "indic_scale"
+
+# Gupta 2021 Table 1: train sentences (millions) per language; words per sentence from the
+# shared FLORES devtest of the language (whitespace tokens per line)
+GUPTA_TRAIN_M = {
+    "as": (1.08, "asm_Beng"),
+    "bn": (9.0, "ben_Beng"),
+    "gu": (14.9, "guj_Gujr"),
+    "hi": (3.8, "hin_Deva"),
+    "kn": (14.9, "kan_Knda"),
+    "ml": (14.9, "mal_Mlym"),
+    "mr": (14.9, "mar_Deva"),
+    "or": (5.9, "ory_Orya"),
+    "pa": (9.9, "pan_Guru"),
+    "ta": (9.9, "tam_Taml"),
+    "te": (14.9, "tel_Telu"),
+}
+RSS_RATIO_TARGET = 1.25
+RSS_LIMIT_MB = 2048
+SPEED_TARGETS = {"split": 5e6, "oversample": 5e6, "sequences": 1e6, "audit": 5e6}  # words/s per worker
+# the issue's baseline (old code, FLORES Hindi repeated): peak RSS in MB
+BASELINE_RSS = {
+    1_000_000: {"ingest": 300, "split": 338, "oversample": 379, "sequences": 651, "audit": 266},
+    10_000_000: {"ingest": 365, "split": 2105, "oversample": 2221, "sequences": 2561, "audit": 1180},
+}
+
+
+# ----------------------------------------------------------------------------------- the corpus
+
+
+def sentences(path: Path) -> list[list[str]]:
+    """The file's sentences as word lists; FLORES's CSV-quoted lines unquoted (the corpus is then
+    written unquoted: a permuted line could start with a quote)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith('"'):
+            line = ",".join(next(csv.reader([line])))
+        words = line.split()
+        if words:
+            out.append(words)
+    return out
+
+
+def write_language(path: Path, pool: list[list[str]], words: int, seed: int, doc_sentences: int) -> int:
+    """``words`` words of varied copies of ``pool`` into ``path`` (a blank line every ``doc_sentences``
+    sentences if more than 1); the words written."""
+    written, copy = 0, 0
+    with open(path, "w", encoding="utf-8") as out:
+        while written < words:
+            rng = random.Random(seed * 1_000_003 + copy)
+            order = list(range(len(pool)))
+            rng.shuffle(order)
+            lines = []
+            for k, i in enumerate(order):
+                sentence = pool[i]
+                if len(sentence) > 2:  # the final word (and its mark) stays last
+                    head = sentence[:-1]
+                    rng.shuffle(head)
+                    sentence = [*head, sentence[-1]]
+                lines.append(" ".join(sentence))
+                written += len(sentence)
+                if doc_sentences > 1 and k % doc_sentences == doc_sentences - 1:
+                    lines.append("")
+                if written >= words:
+                    break
+            out.write("\n".join(lines) + ("\n\n" if doc_sentences > 1 else "\n"))
+            copy += 1
+    return written
+
+
+def build_corpus(folder: Path, words: int, doc_sentences: int) -> dict[str, Path]:
+    shared = require_shared()
+    files = {}
+    for seed, (lang, rels) in enumerate(LANGS.items()):
+        pool = [s for rel in rels for s in sentences(shared / rel)]
+        files[lang] = folder / f"scale_{lang}.txt"
+        write_language(files[lang], pool, words // len(LANGS), seed, doc_sentences)
+    return files
+
+
+def write_params(path: Path, files: dict[str, Path], args) -> None:
+    corpora = {
+        f"scale_{lang}": {
+            "reader": "text",
+            "lang": lang,
+            "input": str(file),
+            "doc_boundary": "line" if args.doc_sentences == 1 else "blank_line",
+        }
+        for lang, file in files.items()
+    }
+    params = {
+        "corpora": corpora,
+        "datasets": {
+            DATASET: {
+                "corpora": list(corpora),
+                "split": {
+                    "ratios": {"train": 0.8, "dev": 0.1, "test": 0.1},
+                    "seed": 2021,
+                    "stratify": True,
+                    "min_marks": 1,
+                },
+                "oversample": {"question_share": 0.02},
+                "sequences": {"tokenizer": "train", "vocab_size": args.vocab_size, "max_len": 256},
+            }
+        },
+        "engine": {
+            "engine": "local",
+            "workers": args.workers,
+            "shard_lines": args.shard_lines,
+            "shard_rows": args.shard_rows,
+        },
+    }
+    path.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------------- the stages
+
+
+def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of the largest single process of ``cmd`` (it and its children)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("PUNCT_WORKERS", None)  # the params file's engine section decides
+    env.pop("PUNCT_ENGINE", None)
+    start = time.perf_counter()
+    with open(log, "ab") as sink:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def run_size(words: int, args, tmp_root: Path) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix=f"scale-{words}-", dir=tmp_root))
+    try:
+        start = time.perf_counter()
+        files = build_corpus(folder, words, args.doc_sentences)
+        built = time.perf_counter() - start
+        params = folder / "params.yaml"
+        write_params(params, files, args)
+        size = sum(f.stat().st_size for f in files.values())
+        print(f"[{words:,} words] corpus built in {built:.0f} s ({size / 1e6:.0f} MB of text)", flush=True)
+        py, ds = sys.executable, f"data/datasets/{DATASET}"
+        log = folder / "stages.log"
+        common = ["--params", str(params)]
+        steps: dict[str, list[list[str]]] = {
+            "ingest": [
+                [py, "-m", "stages.ingest", f"scale_{lang}", *common, "--out", f"data/segments/scale_{lang}.parquet",
+                 "--stats", f"data/stats/scale_{lang}.json"]
+                for lang in files
+            ],
+            "split": [[py, "-m", "stages.split", DATASET, *common, "--segments-dir", "data/segments",
+                       "--out", f"{ds}/split.parquet", "--report", f"{ds}/split_report.json"]],
+            "oversample": [[py, "-m", "stages.oversample", DATASET, *common, "--in", f"{ds}/split.parquet",
+                            "--out", f"{ds}/oversampled.parquet", "--augmented", f"{ds}/augmented.parquet",
+                            "--report", f"{ds}/oversample_report.json"]],
+            "sequences": [[py, "-m", "stages.sequences", DATASET, *common, "--in", f"{ds}/oversampled.parquet",
+                           "--out", f"{ds}/sequences.parquet", "--tokenizer", f"{ds}/tokenizer",
+                           "--report", f"{ds}/report.json", "--reports", f"{ds}/split_report.json",
+                           f"{ds}/oversample_report.json"]],
+            "audit": [[py, "-m", "stages.audit", *common, "--data-dir", "data", "--out", "reports"]],
+        }  # fmt: skip
+        stages: dict[str, dict] = {}
+        corpus_words = 0
+        for stage in STAGES:
+            seconds, peak = 0.0, 0.0
+            for cmd in steps[stage]:  # ingest: one process per corpus, as in dvc.yaml
+                s, p = measure(cmd, folder, log)
+                seconds, peak = seconds + s, max(peak, p)
+            if stage == "ingest":
+                corpus_words = sum(
+                    json.loads((folder / f"data/stats/scale_{lang}.json").read_text())["words"] for lang in files
+                )
+            rate = corpus_words / seconds
+            stages[stage] = {
+                "seconds": seconds,
+                "words_per_s": rate,
+                "words_per_s_per_worker": rate / args.workers,
+                "peak_rss_mb": peak,
+            }
+            print(
+                f"[{words:,} words] {stage:10s} {seconds:8.1f} s {rate / 1e6:7.2f} M words/s"
+                f" {rate / args.workers / 1e6:7.2f} per worker, peak RSS {peak:6.0f} MB",
+                flush=True,
+            )
+        disk = sum(f.stat().st_size for f in (folder / "data").rglob("*") if f.is_file())
+        return {"target_words": words, "words": corpus_words, "workers": args.workers, "data_mb": disk / 1e6,
+                "stages": stages}  # fmt: skip
+    finally:
+        if not args.keep:  # the next size needs the disk
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------- the report
+
+
+def print_table(result: dict) -> None:
+    print(f"\n{result['words']:,} words (asked {result['target_words']:,}), {result['workers']} worker(s):")
+    print(f"  {'stage':10s} {'seconds':>9s} {'words/s':>12s} {'per worker':>12s} {'peak RSS MB':>12s}")
+    for stage, r in result["stages"].items():
+        print(
+            f"  {stage:10s} {r['seconds']:9.1f} {r['words_per_s']:12,.0f} {r['words_per_s_per_worker']:12,.0f}"
+            f" {r['peak_rss_mb']:12.0f}"
+        )
+
+
+def checks(results: list[dict]) -> list[str]:
+    """PASS/FAIL lines: memory against the smallest size, speed per worker at the largest."""
+    lines = []
+    base, top = results[0], results[-1]
+    for result in results[1:]:
+        for stage in STAGES:
+            ratio = result["stages"][stage]["peak_rss_mb"] / base["stages"][stage]["peak_rss_mb"]
+            verdict = "PASS" if ratio <= RSS_RATIO_TARGET else "FAIL"
+            lines.append(
+                f"{verdict} {stage:10s} peak RSS {result['target_words']:,} / {base['target_words']:,} words:"
+                f" {ratio:.2f}x (target <= {RSS_RATIO_TARGET}x)"
+            )
+    for result in results:
+        for stage in STAGES:
+            peak = result["stages"][stage]["peak_rss_mb"]
+            verdict = "PASS" if peak < RSS_LIMIT_MB else "FAIL"
+            lines.append(
+                f"{verdict} {stage:10s} peak RSS at {result['target_words']:,} words: {peak:.0f} MB"
+                f" (target < {RSS_LIMIT_MB} MB per worker)"
+            )
+    for stage, target in SPEED_TARGETS.items():
+        rate = top["stages"][stage]["words_per_s_per_worker"]
+        verdict = "PASS" if rate >= target else "FAIL"
+        lines.append(
+            f"{verdict} {stage:10s} {rate / 1e6:.2f} M words/s per worker at {top['target_words']:,} words"
+            f" (target >= {target / 1e6:g} M)"
+        )
+    for result in results:
+        old = BASELINE_RSS.get(result["target_words"])
+        if old:
+            lines.append(
+                f"info vs the issue's baseline at {result['target_words']:,} words (old code, MB): "
+                + ", ".join(f"{s} {result['stages'][s]['peak_rss_mb']:.0f}/{old[s]}" for s in STAGES)
+            )
+    return lines
+
+
+def gupta_words() -> dict[str, float]:
+    """Gupta 2021 Table 1 train sentences per language times the language's FLORES words per sentence."""
+    shared = require_shared()
+    out = {}
+    for lang, (millions, flores) in GUPTA_TRAIN_M.items():
+        lines = (shared / "indic" / "flores" / f"{flores}.devtest").read_text(encoding="utf-8").splitlines()
+        per_sentence = sum(len(line.split()) for line in lines) / len(lines)
+        out[lang] = millions * 1e6 * per_sentence
+    return out
+
+
+def extrapolate(result: dict) -> tuple[list[str], dict]:
+    sizes = gupta_words()
+    total = sum(sizes.values())
+    lines = [
+        f"Gupta 2021 Table 1: {sum(m for m, _ in GUPTA_TRAIN_M.values()):.2f} M train sentences over 11 languages"
+        f" x FLORES words per sentence = {total / 1e9:.2f} billion words",
+        f"assumption: linear scaling in words and in workers, at the per-worker rate measured at"
+        f" {result['target_words']:,} words with {result['workers']} worker(s)",
+        f"  {'stage':10s} " + " ".join(f"{f'{w} worker(s)':>14s}" for w in (1, 8, 64)),
+    ]
+    table: dict = {"total_words": total, "per_language_words": sizes, "stages": {}}
+    for stage, r in result["stages"].items():
+        seconds = {w: total / (r["words_per_s_per_worker"] * w) for w in (1, 8, 64)}
+        table["stages"][stage] = seconds
+        lines.append(f"  {stage:10s} " + " ".join(f"{hours(s):>14s}" for s in seconds.values()))
+    total_s = {w: sum(t[w] for t in table["stages"].values()) for w in (1, 8, 64)}
+    lines.append(f"  {'all':10s} " + " ".join(f"{hours(s):>14s}" for s in total_s.values()))
+    return lines, table
+
+
+def hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about an hour)")
+    parser.add_argument("--workers", type=int, default=2)
+    # shards smaller than a corpus at 1 M words (about 11,000 lines each): every size has full
+    # shards, so peak RSS compares like with like
+    parser.add_argument("--shard-lines", type=int, default=5_000, help="engine.shard_lines (ingest)")
+    parser.add_argument("--shard-rows", type=int, default=5_000, help="engine.shard_rows (the other stages)")
+    parser.add_argument("--doc-sentences", type=int, default=1, help="sentences per document (1: every line)")
+    parser.add_argument("--vocab-size", type=int, default=4000)
+    parser.add_argument("--tmp", default=None, help="folder for the corpora and outputs (default: the system's)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    sizes = sorted(int(float(w)) for w in args.words.split(","))
+    free = shutil.disk_usage(args.tmp or tempfile.gettempdir()).free
+    need = 60 * max(sizes)  # corpus text and the stages' Parquet: about 60 bytes a word
+    if need > free:
+        sys.exit(f"need about {need / 1e9:.0f} GB in {args.tmp or tempfile.gettempdir()}, {free / 1e9:.0f} GB free")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp))
+    try:
+        results = [run_size(words, args, tmp) for words in sizes]
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for result in results:
+        print_table(result)
+    print()
+    verdicts = checks(results)
+    for line in verdicts:
+        print(line)
+    print()
+    lines, extrapolation = extrapolate(results[-1])
+    for line in lines:
+        print(line)
+    if args.json:
+        config = {k: getattr(args, k) for k in ("workers", "shard_lines", "shard_rows", "vocab_size", "doc_sentences")}
+        out = {"config": config, "sizes": results, "checks": verdicts, "extrapolation": extrapolation}
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
