@@ -38,7 +38,7 @@ class Options(ReaderOptions):
 
 
 def shards(files, options, lines_per_shard: int) -> list[LineShard]:
-    return line_shards(files, lines_per_shard)
+    return line_shards(files, lines_per_shard, options.doc_boundary)
 
 
 def unquote_csv(text: str, path, first_line: int = 1) -> str:

@@ -127,10 +127,14 @@ def _blocks(path: Path) -> Iterator[tuple[np.ndarray, int]]:
             carry = data[cut:]
 
 
-def line_shards(paths, lines_per_shard: int) -> list[LineShard]:
-    """Shards of ``lines_per_shard`` lines over the files, in file order; shard indices run over all files."""
+def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line") -> list[LineShard]:
+    """Shards of about ``lines_per_shard`` lines over the files, in file order; shard indices run over
+    all files.  A shard never cuts a document: with ``doc_boundary`` ``blank_line`` it ends after the
+    first blank line once it has its lines, with ``file`` it is the whole file."""
     if lines_per_shard < 1:
         raise ValueError("lines_per_shard must be at least 1")
+    if doc_boundary not in ("line", "blank_line", "file"):
+        raise ValueError(f"unknown doc_boundary {doc_boundary!r}")
     shards: list[LineShard] = []
     for path in map(Path, paths):
         first_index = len(shards)
@@ -148,7 +152,13 @@ def line_shards(paths, lines_per_shard: int) -> list[LineShard]:
                 if pending is None:
                     pending = (offset + int(starts[k]) if k else offset, line, blank_count, line - blank_count, run)
                     lines_in_pending = 0
-                take = min(lines_per_shard - lines_in_pending, len(blank) - k)
+                if lines_in_pending < lines_per_shard:
+                    take = min(lines_per_shard - lines_in_pending, len(blank) - k)
+                elif doc_boundary == "blank_line":  # full: go on to the next blank line (a document's end)
+                    found = np.flatnonzero(blank[k:])
+                    take = int(found[0]) + 1 if len(found) else len(blank) - k
+                else:  # a whole file is one document
+                    take = len(blank) - k
                 piece = blank[k : k + take]
                 for is_blank in piece.tolist() if take < 64 else ():
                     run = 0 if is_blank else run + 1
@@ -159,7 +169,10 @@ def line_shards(paths, lines_per_shard: int) -> list[LineShard]:
                 line += take
                 lines_in_pending += take
                 k += take
-                if lines_in_pending == lines_per_shard:
+                full = lines_in_pending >= lines_per_shard and (
+                    doc_boundary == "line" or (doc_boundary == "blank_line" and bool(blank[k - 1]))
+                )
+                if full:
                     shards.append(
                         LineShard(str(path), len(shards), pending[0], offset + int(nexts[k - 1]), *pending[1:])
                     )

@@ -218,7 +218,11 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
             f"confusables-{name}",
             f"python -m stages.confusables {name} --params {p} --vocab {vocab} --out {target} "
             f"--report {data}/confusables/{name}.json",
-            _deps([vocab], closure("stages.confusables", *_g2p_modules(entry.lang)), _lexicon_dirs(entry.lang)),
+            _deps(
+                [vocab],
+                closure("stages.confusables", *_g2p_modules(entry.lang), *_language_modules(entry.lang)),
+                _lexicon_dirs(entry.lang),
+            ),
             [target, nocache(f"{data}/confusables/{name}.json")],
             [f"confusables.{name}"],
         )

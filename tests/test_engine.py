@@ -85,6 +85,31 @@ def test_blank_line_documents_numbered_across_shards(tmp_path):
     assert report["blank_lines"] == 4 and report["lines"] == 10
 
 
+def test_a_shard_never_cuts_a_document(tmp_path):
+    """Documents longer than a shard: each lies whole in one part file, as the dataset stages need."""
+    import pyarrow.parquet as pq
+
+    from pipeline.dataset import row_shards
+
+    docs = ["\n".join(f"Document {d} says {k}." for k in range(10)) for d in range(12)]
+    path = tmp_path / "docs.txt"
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    shards = line_shards([path], 25, "blank_line")
+    assert 1 < len(shards) < 12 and sum(s.stop_byte - s.start_byte for s in shards) == path.stat().st_size
+    assert len(line_shards([path], 25, "file")) == 1
+    whole, report = ingest_table("text", [path], "en", "c")
+    ingest(
+        "text", [path], "en", "c", tmp_path / "out", tmp_path / "out.json", engine="local", workers=2, lines_per_shard=7
+    )
+    assert read_segments(tmp_path / "out").equals(whole) and report["segments"] == 120
+    owners = {}
+    for part in sorted((tmp_path / "out").glob("part-*.parquet")):
+        for doc in set(pq.read_table(part, columns=["doc_id"])["doc_id"].to_pylist()):
+            assert owners.setdefault(doc, part.name) == part.name, f"{doc} cut across parts"
+    assert len(owners) == 12 and len(set(owners.values())) > 1
+    assert sum(1 for _ in row_shards([tmp_path / "out"], 5)) > 1  # a stage over it accepts it
+
+
 def test_local_and_dask_identical(hindi, tmp_path):
     runs = {}
     for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
@@ -155,7 +180,7 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
 
 class Broken(IngestStep):
     def __call__(self, shard):
-        if shard.index == 3:
+        if shard.index == 1:
             raise RuntimeError("disk on fire")
         return super().__call__(shard)
 
