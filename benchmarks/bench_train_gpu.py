@@ -15,6 +15,8 @@ budget >= 110 k tokens/s; bf16 >= 1.8x fp32 on XLM-R-large; MiniLM bf16 not slow
 
     python benchmarks/bench_train_gpu.py                 # CUDA: both models, bf16 and fp32
     python benchmarks/bench_train_gpu.py --cpu           # CI: a tiny model on the CPU, no targets
+
+Where the project is not installed (a GPU machine with a copy of the tree): ``PYTHONPATH=. python ...``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import pyarrow as pa
