@@ -66,7 +66,10 @@ def _record_imports() -> None:
         files = sorted(
             os.path.relpath(m.__file__, root)
             for m in list(sys.modules.values())
-            if getattr(m, "__file__", None) and os.path.abspath(m.__file__).startswith(root + os.sep)
+            # an absolute path only: torch.classes is a module object whose __file__ is "_classes.py"
+            if isinstance(getattr(m, "__file__", None), str)
+            and os.path.isabs(m.__file__)
+            and m.__file__.startswith(root + os.sep)
         )
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"argv": sys.argv, "files": files}) + "\n")
