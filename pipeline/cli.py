@@ -78,35 +78,10 @@ def _reader_options(args):
 
 
 def _ingest(args) -> dict:
-    from .ingest import ingest
+    from .ingest import ingest_corpus
 
-    entry = _reader_options(args)
     engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
-    report = ingest(
-        args.reader,
-        args.inputs,
-        args.lang,
-        args.corpus,
-        args.out,
-        args.stats,
-        options=entry.reader_options(),
-        spoken=entry.spoken,
-        glob=entry.glob,
-        user_dict=entry.user_dict,
-        engine=engine.engine,
-        workers=engine.workers,
-        lines_per_shard=engine.shard_lines,
-    )
-    dropped = sum(report["dropped"].values())
-    log.info(
-        "ingest %s: %s segments, %s words -> %s%s",
-        args.corpus,
-        report.get("segments", 0),
-        report.get("words", 0),
-        args.out,
-        f"; dropped {dropped}" if dropped else "",
-    )
-    return report
+    return ingest_corpus(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
 
 
 def _audit(args) -> dict:

@@ -182,6 +182,38 @@ def ingest(
     return report
 
 
+def ingest_corpus(entry, inputs, corpus: str, out, stats, engine) -> dict:
+    """:func:`ingest` of a validated corpus entry (a params entry, or the command line's flags checked
+    as one) on ``engine`` (``EngineParams``), with the one-line summary every entry point logs."""
+    report = ingest(
+        entry.reader,
+        inputs,
+        entry.lang,
+        corpus,
+        out,
+        stats,
+        options=entry.reader_options(),
+        spoken=entry.spoken,
+        glob=entry.glob,
+        user_dict=entry.user_dict,
+        engine=engine.engine,
+        workers=engine.workers,
+        scheduler=engine.scheduler,
+        lines_per_shard=engine.shard_lines,
+    )
+    dropped = sum(report["dropped"].values())
+    where = f" (see {stats})" if stats else ""
+    log.info(
+        "ingest %s: %s segments, %s words -> %s%s",
+        corpus,
+        report.get("segments", 0),
+        report.get("words", 0),
+        out,
+        f"; dropped {dropped}{where}" if dropped else "",
+    )
+    return report
+
+
 def ingest_table(
     reader: str,
     inputs,

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 from pipeline import params as P
-from pipeline.ingest import ingest
+from pipeline.ingest import ingest_corpus
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
-
-log = logging.getLogger("stages.ingest")
 
 
 def _main(argv=None) -> int:
@@ -25,31 +22,7 @@ def _main(argv=None) -> int:
     if args.corpus not in params.corpus_entries:
         raise P.ParamsError(f"{args.params}: corpora.{args.corpus}: no such corpus in the registry")
     entry = params.corpus_entries[args.corpus]
-    engine = params.engine_for(entry.engine)
-    report = ingest(
-        entry.reader,
-        entry.input,
-        entry.lang,
-        args.corpus,
-        args.out,
-        args.stats,
-        options=entry.reader_options(),
-        spoken=entry.spoken,
-        glob=entry.glob,
-        user_dict=entry.user_dict,
-        engine=engine.engine,
-        workers=engine.workers,
-        scheduler=engine.scheduler,
-        lines_per_shard=engine.shard_lines,
-    )
-    dropped = sum(report["dropped"].values())
-    log.info(
-        "ingest %s: %s segments, %s words%s",
-        args.corpus,
-        report.get("segments", 0),
-        report.get("words", 0),
-        f"; dropped {dropped} (see {args.stats})" if dropped else "",
-    )
+    ingest_corpus(entry, entry.input, args.corpus, args.out, args.stats, params.engine_for(entry.engine))
     return 0
 
 

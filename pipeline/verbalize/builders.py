@@ -41,6 +41,16 @@ def tsv_rows(path: Path) -> list[list[str]]:
     return [fields for _, fields in read_tsv_rows(path, 1)]
 
 
+def currency_groups(path: Path, units: int) -> list[tuple[tuple[str, ...], pynini.Fst]]:
+    """The currency table's symbols grouped by their unit words (the first ``units`` columns after
+    the symbol, padded with ""): symbols with the same units share one amount grammar
+    (``₹``, ``rs``, ``rs.`` -> rupees).  Each group: (unit words, the union of its symbols)."""
+    by_units: dict[tuple[str, ...], list[str]] = {}
+    for symbol, fields in tsv_dict(path).items():
+        by_units.setdefault(tuple([*fields, *[""] * units][:units]), []).append(symbol)
+    return [(words, pynini.union(*[pynini.escape(s) for s in symbols])) for words, symbols in by_units.items()]
+
+
 def tsv_words(path: Path) -> list[str]:
     """The first column of a lexicon TSV (one word or phrase per line)."""
     return [fields[0] for _, fields in read_tsv_rows(path, 1)]

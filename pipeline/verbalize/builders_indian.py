@@ -20,6 +20,7 @@ from .builders import (
     NONZERO,
     SEP,
     accep_any,
+    currency_groups,
     decimal_number,
     digit_string,
     number_range,
@@ -174,12 +175,7 @@ def build_indian(folder: Path, letters: pynini.Fst, crores_as_number: bool = Fal
     number_chars = pynini.union(*"0123456789,").closure()
     other_decimals = pynini.difference(number_chars + "." + DIGIT.plus, number_chars + "." + DIGIT**2).optimize()
     currencies = []
-    # symbols with the same units share one amount grammar (₹, rs, Rs. -> rupees)
-    by_units: dict[tuple, list[str]] = {}
-    for symbol, fields in tsv_dict(folder / "currency.tsv").items():
-        by_units.setdefault(tuple((fields + [""] * 4)[:4]), []).append(symbol)
-    for (one, many, minor_one, minor_many), symbols in by_units.items():
-        symbol_fst = pynini.union(*[pynini.escape(s) for s in symbols])
+    for (one, many, minor_one, minor_many), symbol_fst in currency_groups(folder / "currency.tsv", 4):
         major = pynini.cross("1", f"{_say(positive, '1')} {one}") | _not(integer, "1") + pynutil.insert(f" {many}")
         said = major | (integer | decimal) + SEP + scale + pynutil.insert(f" {many}")
         if minor_one:

@@ -24,6 +24,7 @@ from .builders import (
     NONZERO,
     SEP,
     accep_any,
+    currency_groups,
     decimal_number,
     digit_string,
     group_cardinal,
@@ -286,12 +287,7 @@ def build(folder) -> dict[str, pynini.Fst]:
     number_chars = pynini.union(*"0123456789,").closure()
     integer = positive | pynini.cross("0", w["zero"])
     currencies = []
-    # symbols with the same units share one amount grammar (₹, rs, Rs. -> rupees)
-    by_units: dict[tuple, list[str]] = {}
-    for symbol, fields in tsv_dict(folder / "currency.tsv").items():
-        by_units.setdefault(tuple((fields + [""] * 4)[:4]), []).append(symbol)
-    for (one, many, minor_one, minor_many), symbols in by_units.items():
-        symbol_fst = pynini.union(*[pynini.escape(s) for s in symbols])
+    for (one, many, minor_one, minor_many), symbol_fst in currency_groups(folder / "currency.tsv", 4):
         major = pynini.cross("1", f"one {one}") | not_input(integer, "1") + pynutil.insert(f" {many}")
         scale = pynutil.insert(" ") + glued_scale | SEP + scale_word
         # $2.5 million, $45 billion: the amount, the scale word, then the currency

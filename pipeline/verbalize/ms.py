@@ -23,6 +23,7 @@ from .builders import (
     NONZERO,
     SEP,
     accep_any,
+    currency_groups,
     decimal_number,
     digit_string,
     group_cardinal,
@@ -109,12 +110,7 @@ def build(folder) -> dict[str, pynini.Fst]:
     number_chars = pynini.union(*"0123456789,").closure()
     other_decimals = pynini.difference(number_chars + "." + DIGIT.plus, number_chars + "." + DIGIT**2).optimize()
     currencies = []
-    # symbols with the same units share one amount grammar (₹, rs, Rs. -> rupees)
-    by_units: dict[tuple, list[str]] = {}
-    for symbol, fields in tsv_dict(folder / "currency.tsv").items():
-        by_units.setdefault(tuple([*fields, "", ""][:2]), []).append(symbol)
-    for (major, minor), symbols in by_units.items():
-        symbol_fst = pynini.union(*[pynini.escape(s) for s in symbols])
+    for (major, minor), symbol_fst in currency_groups(folder / "currency.tsv", 2):
         said = integer + pynutil.insert(f" {major}")
         said |= (
             (integer | decimal) + (pynutil.insert(" ") + glued_scale | SEP + scale_word) + pynutil.insert(f" {major}")
