@@ -169,8 +169,8 @@ _END_CODES = sorted(SENTENCE_END_IDS)
 
 
 def _strata(table: pa.Table, row_doc: np.ndarray, n_docs: int) -> list[str]:
-    """Each document's stratum: the marks of each of its segments, joined by ``|`` (a one-segment
-    document, the usual case, is just its marks)."""
+    """Each document's stratum: the set of marks it has, over all its segments (a document of ten
+    sentences is one stratum among at most eight, so small strata do not all round toward train)."""
     codes, _ = flat_codes(table["labels"], LABELS)
     lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
     bits = np.where(codes > 0, np.left_shift(1, np.maximum(codes, 0)), 0)
@@ -179,14 +179,9 @@ def _strata(table: pa.Table, row_doc: np.ndarray, n_docs: int) -> list[str]:
     if nonempty.any():
         starts = np.r_[0, np.cumsum(lengths)[:-1]][nonempty]
         row_mask[nonempty] = np.bitwise_or.reduceat(bits, starts)
-    row_strata = [_MARK_STRATA[m] for m in row_mask.tolist()]
-    rows_per_doc = np.bincount(row_doc, minlength=n_docs)
-    if (rows_per_doc == 1).all():
-        return row_strata
-    out: list[list[str]] = [[] for _ in range(n_docs)]
-    for d, stratum in zip(row_doc.tolist(), row_strata):
-        out[d].append(stratum)
-    return ["|".join(p) for p in out]
+    doc_mask = np.zeros(n_docs, np.int64)
+    np.bitwise_or.at(doc_mask, row_doc, row_mask)
+    return [_MARK_STRATA[m] for m in doc_mask.tolist()]
 
 
 def read_segments_table(table: pa.Table, shard: RowShard) -> pa.Table:

@@ -99,6 +99,35 @@ def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
         assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
 
 
+def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
+    """A document's stratum is the set of marks over all its sentences, so documents of five
+    sentences still split 80/10/10 (marks joined per sentence made nearly every document a stratum
+    of its own, and each such one-document stratum rounded to train)."""
+    from pipeline.splits import doc_hash, marks_of
+
+    lines = (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").splitlines()
+    text = tmp_path / "docs.txt"
+    text.write_text("".join(line + "\n" + ("\n" if i % 5 == 4 else "") for i, line in enumerate(lines)), "utf-8")
+    docs = get_reader("text")([text], lang="hi", corpus="h", doc_boundary="blank_line", quoting="csv").table
+    params = {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 3, "stratify": True}
+    table, _ = _split([docs], params, tmp_path)
+    labels_of: dict[str, list[str]] = {}
+    for doc, labels in zip(docs["doc_id"].to_pylist(), docs["labels"].to_pylist()):
+        labels_of.setdefault(doc, []).extend(labels)
+    strata: dict[str, list[str]] = {}
+    for doc, labels in labels_of.items():
+        strata.setdefault(marks_of(labels), []).append(doc)
+    assert len(strata) <= 8 and len(labels_of) > 150
+    got = {d: next(iter(s)) for d, s in _doc_splits(table).items()}
+    for members in strata.values():
+        order = sorted(members, key=lambda d: (doc_hash(d, 3), d))
+        n = len(order)
+        cut1, cut2 = round(0.8 * n), round(0.9 * n)
+        assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
+    shares = Counter(got.values())
+    assert abs(shares["dev"] / len(got) - 0.1) < 0.02 and abs(shares["test"] / len(got) - 0.1) < 0.02
+
+
 def test_duplicate_report_and_drop(tmp_path):
     table = segments_table(
         "c",
