@@ -350,7 +350,7 @@ def aggregate(
     histogram; hash groups go through ``folder``."""
     tallies: dict[tuple, Tally] = {}
     written = 0
-    for part, n in runner.map(AuditShard(folder, names), shards, label="audit"):
+    for part, n in runner.each(AuditShard(folder, names), shards, label="audit"):
         written += n
         for key, t in part.items():
             tallies.setdefault(key, Tally()).add(t)

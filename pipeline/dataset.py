@@ -12,6 +12,7 @@ so the bytes do not depend on it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,12 @@ def run_step(
 ) -> list[ShardResult]:
     """``step`` over every shard on ``runner``; parts written into ``folder`` (a staging folder)."""
     return runner.map(WriteParts(step, folder), shards, label=label)
+
+
+def each_step(runner: Executor, step, shards: list, label: str | None = None) -> Iterator[ShardResult]:
+    """:func:`run_step` without a dataset, its results one at a time (for payloads that grow with
+    the shard: fold them as they come)."""
+    return runner.each(WriteParts(step, None), shards, label=label)
 
 
 def finish(folder: str | os.PathLike, kind: str, results: list[ShardResult], **extra) -> dict:

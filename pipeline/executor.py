@@ -77,16 +77,19 @@ class Executor:
         for item in items:
             yield fn(item)
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T], label: str | None = None) -> list[R]:
+    def each(self, fn: Callable[[T], R], items: Iterable[T], label: str | None = None) -> Iterator[R]:
+        """The results one by one in item order, with progress under ``label``: a driver that folds
+        them as they come holds one, not one per shard."""
         items = list(items)
-        results = []
         started = time.perf_counter()
         for done, result in enumerate(self.imap(fn, items), 1):
-            results.append(result)
+            yield result
             if label and (done == len(items) or time.perf_counter() - started > 2.0):
                 log.info("%s: %d/%d shards", label, done, len(items))
                 started = time.perf_counter()
-        return results
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T], label: str | None = None) -> list[R]:
+        return list(self.each(fn, items, label))
 
     def close(self) -> None:
         pass

@@ -6,7 +6,7 @@ reduced to 64-bit hashes (xxh3: among n distinct items the chance of any collisi
 n^2 / 2^65, 3 in 10,000 for 100 million) and exchanged through disk:
 
 1. *map*: each shard writes, per group (``("seg", corpus, split)``...), its sorted distinct
-   hashes with their counts (:func:`write_groups`);
+   hashes with their counts, all groups in one file (:func:`write_groups`);
 2. *reduce*: the hash space is cut into ranges small enough for one worker; for each range
    every shard's slice of every group is read (binary search in a memory-mapped file) and
    the membership of each distinct hash in the groups of a *family* is found
@@ -28,8 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-#: hashes per reduce range (a few tens of MB of arrays in one worker)
-RANGE_TARGET = 4_000_000
+#: hashes per reduce range: about 80 bytes each while a range is reduced (40 MB), so the reduce
+#: stays under a shard's own footprint at any corpus size
+RANGE_TARGET = 500_000
 
 
 def hash_values(values: list[str]) -> np.ndarray:
@@ -89,28 +90,33 @@ def distinct(hashes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.n
 
 
 def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.ndarray, np.ndarray]]) -> int:
-    """A shard's groups (key -> (hashes, counts), hashes distinct and sorted) under ``folder/NNNNN/``;
-    returns how many hashes were written."""
-    where = Path(folder) / f"{shard:05d}"
-    where.mkdir(parents=True, exist_ok=True)
-    keys = []
-    total = 0
-    for k, (key, (hashes, counts)) in enumerate(sorted(groups.items())):
-        np.save(where / f"{k}.h.npy", hashes.astype(np.uint64, copy=False))
-        np.save(where / f"{k}.c.npy", counts.astype(np.int64, copy=False))
-        keys.append(list(key))
-        total += len(hashes)
-    (where / "groups.json").write_text(json.dumps(keys))
-    return total
+    """A shard's groups (key -> (hashes, counts), hashes distinct and sorted) as three files in
+    ``folder`` (all groups' hashes, their counts, and each group's key and bounds in them: a reduce
+    range opens one file per shard, not one per group); returns how many hashes were written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    index, start = [], 0
+    ordered = sorted(groups.items())
+    for key, (hashes, _) in ordered:
+        index.append([list(key), start, start + len(hashes)])
+        start += len(hashes)
+    stem = folder / f"{shard:05d}"
+    np.save(
+        f"{stem}.h.npy",
+        np.concatenate([h for _, (h, _) in ordered]).astype(np.uint64) if ordered else np.zeros(0, np.uint64),
+    )
+    np.save(
+        f"{stem}.c.npy",
+        np.concatenate([c for _, (_, c) in ordered]).astype(np.int64) if ordered else np.zeros(0, np.int64),
+    )
+    Path(f"{stem}.json").write_text(json.dumps(index))
+    return start
 
 
 def ranges(total_hashes: int) -> list[tuple[int, int]]:
-    """Hash ranges [lo, hi) of about :data:`RANGE_TARGET` hashes each (hashes are uniform)."""
-    n = 1
-    while total_hashes / n > RANGE_TARGET:
-        n *= 2
-    step = 2**64 // n
-    return [(i * step, (i + 1) * step if i < n - 1 else 2**64) for i in range(n)]
+    """Hash ranges [lo, hi) of at most :data:`RANGE_TARGET` hashes each, about (hashes are uniform)."""
+    n = max(1, -(-total_hashes // RANGE_TARGET))
+    return [(i * 2**64 // n, (i + 1) * 2**64 // n) for i in range(n)]
 
 
 @dataclass
@@ -151,18 +157,22 @@ class ReduceRange:
         wanted = {tuple(key): (family, m) for family, keys in self.families.items() for m, key in enumerate(keys)}
         pieces: dict[str, list] = {family: [] for family in self.families}
         for shard in self.shards:
-            where = Path(self.folder) / f"{shard:05d}"
-            if not where.is_dir():
+            stem = Path(self.folder) / f"{shard:05d}"
+            if not Path(f"{stem}.json").exists():
                 continue
-            for k, key in enumerate(json.loads((where / "groups.json").read_text())):
+            hashes = counts = None
+            for key, start, stop in json.loads(Path(f"{stem}.json").read_text()):
                 target = wanted.get(tuple(key))
-                if target is None:
+                if target is None or stop == start:
                     continue
-                hashes = np.load(where / f"{k}.h.npy", mmap_mode="r")
-                a = np.searchsorted(hashes, np.uint64(lo), "left")
-                b = np.searchsorted(hashes, np.uint64(hi - 1), "right") if hi < 2**64 else len(hashes)
+                if hashes is None:
+                    hashes = np.load(f"{stem}.h.npy", mmap_mode="r")
+                group = hashes[start:stop]
+                a = start + int(np.searchsorted(group, np.uint64(lo), "left"))
+                b = start + int(np.searchsorted(group, np.uint64(hi - 1), "right")) if hi < 2**64 else stop
                 if b > a:
-                    counts = np.load(where / f"{k}.c.npy", mmap_mode="r")
+                    if counts is None:
+                        counts = np.load(f"{stem}.c.npy", mmap_mode="r")
                     family, member = target
                     pieces[family].append((np.array(hashes[a:b]), np.array(counts[a:b]), member))
         out, collected = {}, {}
@@ -197,7 +207,7 @@ def reduce(runner, folder, shards: list[int], families: dict[str, list[tuple]], 
     task = ReduceRange(folder, shards, families, collect)
     overlaps: dict[str, Overlap] = {family: Overlap(Counter(), Counter()) for family in families}
     collected: dict[str, list] = {}
-    for part, hashes in runner.map(task, ranges(total_hashes)):
+    for part, hashes in runner.each(task, ranges(total_hashes)):
         for family, overlap in part.items():
             overlaps[family].add(overlap)
         for family, values in hashes.items():

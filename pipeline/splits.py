@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import hashsets, io
-from .dataset import RowShard, counts_of, finish, read_rows, row_shards, run_step
+from .dataset import RowShard, counts_of, each_step, finish, read_rows, row_shards, run_step
 from .executor import executor
 from .labels import LABELS, SENTENCE_END_IDS
 from .params import SPLIT_NAMES, EngineParams, SplitParams
@@ -331,7 +331,7 @@ class _BucketKeys:
 
 def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: Path) -> Rule:
     histograms: dict[str, np.ndarray] = {}
-    for result in run_step(runner, _StratumHistogram(inputs, params, keys_folder), shards, label="split: strata"):
+    for result in each_step(runner, _StratumHistogram(inputs, params, keys_folder), shards, label="split: strata"):
         for stratum, counts in result.payload.items():
             histograms[stratum] = histograms.get(stratum, 0) + counts
     names = list(params.ratios)
@@ -356,7 +356,7 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
             wanted.add((stratum, bucket))
         plans[stratum] = located
     keys: dict[tuple[str, int], list] = {}
-    for result in run_step(runner, _BucketKeys(keys_folder, frozenset(wanted)), shards, label="split: cut points"):
+    for result in each_step(runner, _BucketKeys(keys_folder, frozenset(wanted)), shards, label="split: cut points"):
         for where, found in result.payload.items():
             keys.setdefault(where, []).extend(found)
     cuts = []
@@ -439,8 +439,10 @@ class _HashSegments:
 class _WriteSplit:
     """The written pass: rows with their split, train duplicates dropped (by hash)."""
 
-    def __init__(self, inputs, params, rule, folder, drop: np.ndarray | None, keys_folder):
-        self.inputs, self.params, self.rule, self.drop = inputs, params, rule, drop
+    def __init__(self, inputs, params, rule, folder, drop: Path | None, keys_folder):
+        # drop: a .npy of the sorted hashes to drop, mapped in each task rather than sent with it
+        self.inputs, self.params, self.rule = inputs, params, rule
+        self.drop = str(drop) if drop else None
         self.folder = str(folder) if folder else None
         self.keys_folder = keys_folder
 
@@ -451,10 +453,11 @@ class _WriteSplit:
         written = 0
         if self.folder is not None:  # the duplicates are found in this same pass
             written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
-        if self.drop is not None and len(self.drop) and table.num_rows:
+        drop = np.load(self.drop, mmap_mode="r") if self.drop is not None else ()
+        if len(drop) and table.num_rows:
             hashes = hashsets.list_hashes(table["words"])
-            position = np.minimum(np.searchsorted(self.drop, hashes), len(self.drop) - 1)
-            duplicate = (self.drop[position] == hashes) & (codes == SPLIT_NAMES.index("train"))
+            position = np.minimum(np.searchsorted(drop, hashes), len(drop) - 1)
+            duplicate = (drop[position] == hashes) & (codes == SPLIT_NAMES.index("train"))
             counts.stats["train_duplicates_dropped"] += int(duplicate.sum())
             table = table.filter(pa.array(~duplicate))
         return StepResult(table, counts, payload=written)
@@ -481,7 +484,7 @@ def split_dataset(
             if params.counts is not None:
                 n = sum(params.counts.values())
                 step = _SmallestKeys(inputs, params, n, keys_folder)
-                found = run_step(runner, step, shards, label="split: document keys")
+                found = each_step(runner, step, shards, label="split: document keys")
                 keys = heapq.nsmallest(n, (k for r in found for k in r.payload[0]))
                 bounds, taken = [], 0
                 for name, count in params.counts.items():
@@ -508,7 +511,8 @@ def split_dataset(
                     written,
                     collect={"seg": SPLIT_NAMES.index("train")},
                 )
-                drop = collected.get("seg", np.zeros(0, np.uint64))
+                drop = scratch / "train_duplicates.npy"
+                np.save(drop, collected.get("seg", np.zeros(0, np.uint64)))
                 write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
                 results = run_step(runner, write, shards, folder, "split")
             else:

@@ -4,8 +4,11 @@ failure leaves nothing."""
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from support.datasets import digests
@@ -13,6 +16,8 @@ from support.datasets import digests
 from pipeline.ingest import IngestStep, ingest, ingest_table, plan
 from pipeline.io import read_json, read_segments
 from pipeline.textfiles import line_shards
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +222,19 @@ def test_ingest_stage_with_an_engine(tmp_path, shared, root):
     assert len(list(out.glob("part-*.parquet"))) == 4
     direct = get_reader("text")([source], lang="ta", corpus="tamil", doc_boundary="line", quoting="csv").table
     assert read_segments(out).equals(direct)
+
+
+# the entry points that handle data (stages.dvc_yaml writes dvc.yaml from the params alone)
+DATA_ENTRY_POINTS = ["pipeline.cli", *sorted(f"stages.{p.stem}" for p in (ROOT / "stages").glob("[a-z]*.py"))]
+DATA_ENTRY_POINTS.remove("stages.dvc_yaml")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="jemalloc is chosen on Linux only")
+@pytest.mark.parametrize("module", DATA_ENTRY_POINTS)
+def test_entry_points_allocate_arrow_memory_from_jemalloc(module):
+    """Arrow fixes its allocator at its first import: an entry point that imported pyarrow before
+    the package would keep mimalloc, whose retained memory grows with the shards a worker runs."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    code = f"import {module}, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "jemalloc"
