@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-#: hashes per reduce range: about 80 bytes each while a range is reduced (40 MB), so the reduce
-#: stays under a shard's own footprint at any corpus size
-RANGE_TARGET = 500_000
+#: hashes per reduce range: about 60 bytes each while a range is reduced (15 MB), so the reduce
+#: stays well under a shard's own footprint at any corpus size
+RANGE_TARGET = 250_000
 
 
 def hash_values(values: list[str]) -> np.ndarray:
@@ -179,21 +179,22 @@ class ReduceRange:
         for family, parts in pieces.items():
             overlap = Overlap(Counter(), Counter())
             if parts:
+                # about 60 bytes per hash at the peak (what bounds RANGE_TARGET)
                 hashes = np.concatenate([h for h, _, _ in parts])
                 counts = np.concatenate([c for _, c, _ in parts])
-                members = np.concatenate([np.full(len(h), m, np.int64) for h, _, m in parts])
+                members = np.concatenate([np.full(len(h), m, np.uint8) for h, _, m in parts])
+                parts.clear()
                 order = np.argsort(hashes, kind="stable")
-                hashes, counts, members = hashes[order], counts[order], members[order]
+                hashes, members = hashes[order], members[order]
                 starts = np.r_[0, np.flatnonzero(hashes[1:] != hashes[:-1]) + 1]
-                masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), members), starts)
-                values, n = np.unique(masks, return_counts=True)
+                masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), members.astype(np.int64)), starts)
+                values, mask_code, n = np.unique(masks, return_inverse=True, return_counts=True)
                 overlap.masks.update(dict(zip(values.tolist(), n.tolist())))
-                per_hash_mask = np.repeat(masks, np.diff(np.r_[starts, len(hashes)]))
-                keys = per_hash_mask * 64 + members
-                key_values, inverse = np.unique(keys, return_inverse=True)
-                sums = np.bincount(inverse, weights=counts.astype(np.float64)).astype(np.int64)
-                for key, total in zip(key_values.tolist(), sums.tolist()):
-                    overlap.occurrences[(key // 64, key % 64)] += total
+                # occurrences per (mask, member): a bincount over (the mask's code, member)
+                cell = np.repeat(mask_code.ravel(), np.diff(np.r_[starts, len(hashes)])) * 64 + members
+                sums = np.bincount(cell, weights=counts[order].astype(np.float64), minlength=len(values) * 64)
+                for code in np.flatnonzero(sums).tolist():
+                    overlap.occurrences[(int(values[code // 64]), code % 64)] += int(sums[code])
                 if family in self.collect:
                     bit = self.collect[family]
                     chosen = (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
