@@ -167,7 +167,7 @@ class _Copies:
         targets, sent = np.unique(where, return_counts=True)
         if len(targets):
             _write_arrow(part, Path(self.folder) / f"{shard.index:05d}.arrow")
-        return StepResult(None, payload=dict(zip(targets.tolist(), sent.tolist())))
+        return StepResult(None, payload=(targets.astype(np.int32), sent.astype(np.int32)))
 
 
 class _Write:
@@ -196,8 +196,9 @@ class _Write:
         rows = index.slice(first, last - first)
         for source, start, length in zip(*(rows[c].to_pylist() for c in ("source", "start", "rows"))):
             with pa.memory_map(str(Path(self.folder) / f"{source:05d}.arrow")) as source_file:
-                parts.append(pa.ipc.open_file(source_file).read_all().slice(start, length).combine_chunks())
-        return pa.concat_tables(parts)
+                parts.append(pa.ipc.open_file(source_file).read_all().slice(start, length))
+        # one copy out of the mapped files, so none stays mapped while the shard is written
+        return pa.concat_tables(parts).combine_chunks()
 
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_segments(shard, dictionary=True)
@@ -243,13 +244,19 @@ def _write_arrow(table: pa.Table, path: Path) -> None:
         writer.write_table(table)
 
 
-def _write_senders(senders: list[tuple[np.ndarray, ...]], folder: Path) -> None:
-    """Who sent what (per source shard: targets, source, first row, rows), sorted by target then
-    source, for every receiving shard to find its slices."""
-    columns = [np.concatenate([s[k] for s in senders]).astype(np.int64) for k in range(4)]
-    order = np.lexsort((columns[1], columns[0]))
-    names = ("target", "source", "start", "rows")
-    _write_arrow(pa.table({name: columns[k][order] for k, name in enumerate(names)}), folder / "senders.arrow")
+def _write_senders(sent: list[tuple[np.ndarray, np.ndarray]], n_shards: int, folder: Path) -> np.ndarray:
+    """The index of who sent what (per sending shard: the shards it sent copies to, and how many)
+    in receiving-shard order, then sending shard (the order of the question sentences): int32
+    columns, 16 bytes a pair of shards.  Returns the copies each shard receives."""
+    targets = np.concatenate([t for t, _ in sent])
+    rows = np.concatenate([r for _, r in sent])
+    sources = np.repeat(np.arange(len(sent), dtype=np.int32), [len(t) for t, _ in sent])
+    # a pair's first row in its sender's file: the sender's copies for lower-numbered receivers
+    starts = np.concatenate([np.cumsum(r, dtype=np.int32) - r for _, r in sent])
+    order = np.argsort(targets, kind="stable")
+    table = pa.table({"target": targets[order], "source": sources[order], "start": starts[order], "rows": rows[order]})
+    _write_arrow(table, folder / "senders.arrow")
+    return np.bincount(targets, weights=rows, minlength=n_shards).astype(np.int64)
 
 
 def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
@@ -338,7 +345,7 @@ def oversample_dataset(
             tallies = [r.payload for r in run_step(runner, _Tally(), shards, label="oversample: counts")]
             words = sum(t["words"] for t in tallies)
             questions = sum(t["questions"] for t in tallies)
-            incoming: Counter = Counter()
+            incoming = np.zeros(len(shards), np.int64)
             copies_folder = None
             target = params.question_share
             m = sum(t["question_rows"] for t in tallies)
@@ -361,15 +368,10 @@ def oversample_dataset(
                 starts = {lang: np.array([b.get(lang, 0) for b in docs_before]) for lang in running}
                 copies_folder = scratch / "copies"
                 step = _Copies(seed, k, m, offset, q_before, docs_before, dict(running), starts, copies_folder)
-                senders = []  # per source: (target shard, source shard, first row in its file, rows)
-                for source, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
-                    targets = np.array(sorted(result.payload), np.int64)
-                    rows = np.array([result.payload[t] for t in targets.tolist()], np.int64)
-                    senders.append((targets, np.full(len(targets), source), np.cumsum(rows) - rows, rows))
-                    incoming.update(result.payload)
-                _write_senders(senders, copies_folder)
+                sent = [r.payload for r in each_step(runner, step, shards, label="oversample: copies")]
+                incoming = _write_senders(sent, len(shards), copies_folder)
             # augmentation draws by a segment's index among train's, the copies included
-            train_rows = [t["train_rows"] + incoming[s.index] for t, s in zip(tallies, shards)]
+            train_rows = [t["train_rows"] + int(incoming[s.index]) for t, s in zip(tallies, shards)]
             train_before = np.r_[0, np.cumsum(train_rows)].tolist()
             vocabulary, confusable_words = None, None
             if augment is not None and augment["kind"] == "3r":
