@@ -11,7 +11,7 @@ loop, so the result does not depend on how the dataset is sharded or run:
 * copy j of question sentence i goes to a train document of its language (not its own) and
   after a segment of it, both drawn from (seed, i, j) (:func:`uniform`);
 * copies travel from the shard of their sentence to the shard of their document through disk:
-  one file per sending shard, read in slices by the receiving shards.
+  one file per sending shard, a record batch per receiving shard.
 
 Augmentation copies (``augment``: Alam 2020 or 3R; training draws anew each epoch, these are
 for the audit) draw per (seed, copy, index of the segment among train's), as training does.
@@ -19,6 +19,7 @@ for the audit) draw per (seed, copy, index of the segment among train's), as tra
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -166,7 +167,10 @@ class _Copies:
             part = part.append_column(name, column)
         targets, sent = np.unique(where, return_counts=True)
         if len(targets):
-            _write_arrow(part, Path(self.folder) / f"{shard.index:05d}.arrow")
+            # a record batch per receiving shard: each reads its own batch and touches no other page
+            bounds = np.r_[0, np.cumsum(sent)]
+            batches = [part.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in itertools.pairwise(bounds)]
+            _write_arrow(batches, part.schema, Path(self.folder) / f"{shard.index:05d}.arrow")
         return StepResult(None, payload=(targets.astype(np.int32), sent.astype(np.int32)))
 
 
@@ -192,13 +196,13 @@ class _Write:
         first, last = np.searchsorted(targets, [shard.index, shard.index + 1])
         if first == last:
             return None
-        parts = []
+        batches = []
         rows = index.slice(first, last - first)
-        for source, start, length in zip(*(rows[c].to_pylist() for c in ("source", "start", "rows"))):
+        for source, batch in zip(*(rows[c].to_pylist() for c in ("source", "batch"))):
             with pa.memory_map(str(Path(self.folder) / f"{source:05d}.arrow")) as source_file:
-                parts.append(pa.ipc.open_file(source_file).read_all().slice(start, length))
+                batches.append(pa.ipc.open_file(source_file).get_batch(batch))
         # one copy out of the mapped files, so none stays mapped while the shard is written
-        return pa.concat_tables(parts).combine_chunks()
+        return pa.Table.from_batches(batches).combine_chunks()
 
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_segments(shard, dictionary=True)
@@ -237,11 +241,12 @@ class _Write:
         return StepResult(table, counts)
 
 
-def _write_arrow(table: pa.Table, path: Path) -> None:
-    """An Arrow file in the scratch folder, for readers that map it and take slices."""
+def _write_arrow(batches: list[pa.RecordBatch], schema: pa.Schema, path: Path) -> None:
+    """An Arrow file in the scratch folder, for readers that map it and take a batch."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
 
 
 def _write_senders(sent: list[tuple[np.ndarray, np.ndarray]], n_shards: int, folder: Path) -> np.ndarray:
@@ -251,11 +256,11 @@ def _write_senders(sent: list[tuple[np.ndarray, np.ndarray]], n_shards: int, fol
     targets = np.concatenate([t for t, _ in sent])
     rows = np.concatenate([r for _, r in sent])
     sources = np.repeat(np.arange(len(sent), dtype=np.int32), [len(t) for t, _ in sent])
-    # a pair's first row in its sender's file: the sender's copies for lower-numbered receivers
-    starts = np.concatenate([np.cumsum(r, dtype=np.int32) - r for _, r in sent])
+    # a pair's record batch in its sender's file: one per receiver, in receiver order
+    batch = np.concatenate([np.arange(len(t), dtype=np.int32) for t, _ in sent])
     order = np.argsort(targets, kind="stable")
-    table = pa.table({"target": targets[order], "source": sources[order], "start": starts[order], "rows": rows[order]})
-    _write_arrow(table, folder / "senders.arrow")
+    table = pa.table({"target": targets[order], "source": sources[order], "batch": batch[order], "rows": rows[order]})
+    _write_arrow(table.to_batches(), table.schema, folder / "senders.arrow")
     return np.bincount(targets, weights=rows, minlength=n_shards).astype(np.int64)
 
 
