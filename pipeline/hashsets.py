@@ -101,14 +101,9 @@ def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.nd
         index.append([list(key), start, start + len(hashes)])
         start += len(hashes)
     stem = folder / f"{shard:05d}"
-    np.save(
-        f"{stem}.h.npy",
-        np.concatenate([h for _, (h, _) in ordered]).astype(np.uint64) if ordered else np.zeros(0, np.uint64),
-    )
-    np.save(
-        f"{stem}.c.npy",
-        np.concatenate([c for _, (_, c) in ordered]).astype(np.int64) if ordered else np.zeros(0, np.int64),
-    )
+    # the empty arrays: a shard without groups still writes its (empty) files
+    np.save(f"{stem}.h.npy", np.concatenate([np.zeros(0, np.uint64), *(h for _, (h, _) in ordered)]).astype(np.uint64))
+    np.save(f"{stem}.c.npy", np.concatenate([np.zeros(0, np.int64), *(c for _, (_, c) in ordered)]).astype(np.int64))
     Path(f"{stem}.json").write_text(json.dumps(index))
     return start
 

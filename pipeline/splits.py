@@ -290,18 +290,7 @@ class _StratumHistogram:
             for stratum in set(docs.strata):
                 mask = np.array([s == stratum for s in docs.strata], bool)
                 out[stratum] = np.bincount(buckets[mask], minlength=BUCKETS)
-            keys = pa.table(
-                {
-                    "hash": pa.array([k[0] for k in docs.keys], pa.float64()),
-                    "doc": pa.array([k[1] for k in docs.keys], pa.string()),
-                    "corpus": pa.array([k[2] for k in docs.keys], pa.string()),
-                    "bucket": pa.array(buckets, pa.int32()),
-                    "stratum": pa.array(docs.strata, pa.string()),
-                }
-            )
-            import pyarrow.feather as feather
-
-            feather.write_feather(keys, Path(self.folder) / f"{shard.index:05d}.arrow", compression="uncompressed")
+            _save_keys(self.folder, shard, docs, {"bucket": pa.array(buckets, pa.int32())})
         return StepResult(None, payload=out)
 
 
@@ -323,7 +312,8 @@ class _BucketKeys:
             rows = np.flatnonzero(np.isin(buckets, list(wanted_buckets)))
             if len(rows):
                 part = keys.take(pa.array(rows))
-                for h, doc, corpus, bucket, stratum in zip(*(part[c].to_pylist() for c in part.column_names)):
+                columns = ("hash", "doc", "corpus", "bucket", "stratum")
+                for h, doc, corpus, bucket, stratum in zip(*(part[c].to_pylist() for c in columns)):
                     if (stratum, bucket) in self.wanted:
                         found.setdefault((stratum, bucket), []).append((h, doc, corpus))
         return StepResult(None, payload=found)

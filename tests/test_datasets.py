@@ -75,9 +75,20 @@ def test_split_counts_match_the_rule_on_any_sharding(news, tmp_path):
     assert {d: next(iter(s)) for d, s in _doc_splits(table).items()} == expected
 
 
+def _assert_cut_80_10_10_in_hash_order(strata: dict[str, list[str]], got: dict[str, str], seed: int) -> None:
+    """Each stratum's documents, in hash order, are train, then dev, then test, at exact 80/10/10 cuts."""
+    from pipeline.splits import doc_hash
+
+    for members in strata.values():
+        order = sorted(members, key=lambda d: (doc_hash(d, seed), d))
+        n = len(order)
+        cut1, cut2 = round(0.8 * n), round(0.9 * n)
+        assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
+
+
 def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
     """Gupta 2021: each stratum (the marks a line has) cut by the ratios in hash order."""
-    from pipeline.splits import doc_hash, marks_of
+    from pipeline.splits import marks_of
 
     lines = get_reader("text")(
         [shared / "indic/flores/hin_Deva.devtest"], lang="hi", corpus="h", doc_boundary="line", quoting="csv"
@@ -92,18 +103,14 @@ def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
         if any(l != "O" for l in labels):
             strata.setdefault(marks_of(labels), []).append(doc)
     got = {d: next(iter(s)) for d, s in _doc_splits(table).items()}
-    for members in strata.values():
-        order = sorted(members, key=lambda d: (doc_hash(d, 21), d))
-        n = len(order)
-        cut1, cut2 = round(0.8 * n), round(0.9 * n)
-        assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
+    _assert_cut_80_10_10_in_hash_order(strata, got, 21)
 
 
 def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
     """A document's stratum is the set of marks over all its sentences, so documents of five
     sentences still split 80/10/10 (marks joined per sentence made nearly every document a stratum
     of its own, and each such one-document stratum rounded to train)."""
-    from pipeline.splits import doc_hash, marks_of
+    from pipeline.splits import marks_of
 
     lines = (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").splitlines()
     text = tmp_path / "docs.txt"
@@ -119,11 +126,7 @@ def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
         strata.setdefault(marks_of(labels), []).append(doc)
     assert len(strata) <= 8 and len(labels_of) > 150
     got = {d: next(iter(s)) for d, s in _doc_splits(table).items()}
-    for members in strata.values():
-        order = sorted(members, key=lambda d: (doc_hash(d, 3), d))
-        n = len(order)
-        cut1, cut2 = round(0.8 * n), round(0.9 * n)
-        assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
+    _assert_cut_80_10_10_in_hash_order(strata, got, 3)
     shares = Counter(got.values())
     assert abs(shares["dev"] / len(got) - 0.1) < 0.02 and abs(shares["test"] / len(got) - 0.1) < 0.02
 
