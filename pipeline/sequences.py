@@ -319,16 +319,52 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False):
 # ------------------------------------------------------------------------------ the stage, streamed
 
 
-def train_words(source, batch_rows: int = 65_536):
-    """The train split's words as a stream of batches of lines (each segment's words joined by
-    spaces, which the tokenizer's whitespace pre-tokenizer splits back: the same word counts)."""
-    from . import io
+class TrainWordCounts:
+    """Picklable step: a segment shard -> its train split's distinct words and how often each
+    occurs (counted over dictionary codes in the workers, so that the driver, which trains the
+    tokenizer, merges counts of distinct words instead of reading every word)."""
 
-    for batch in io.iter_batches(source, columns=["words", "split"], batch_size=batch_rows):
-        train = pc.fill_null(pc.equal(batch.column("split"), "train"), False)
-        lines = pc.binary_join(batch.column("words").filter(train), " ")
-        if len(lines):
-            yield lines.to_pylist()
+    def __call__(self, shard):
+        from .dataset import read_rows
+        from .step import StepResult
+
+        table = read_rows(shard, ["words", "split"], dictionary=True)
+        train = pc.fill_null(pc.equal(table["split"], "train"), False)
+        codes, values = flat_codes(table.filter(train)["words"])
+        counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
+        present = np.flatnonzero(counts)
+        return StepResult(None, payload=([values[k] for k in present.tolist()], counts[present]))
+
+
+def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 256):
+    """Batches of lines for the tokenizer trainer, each word repeated as often as it occurs (in
+    lines of at most ``per_line`` words): the trainer counts exactly these occurrences, and its
+    merges depend on the counts only, so the tokenizer is the one trained on the running text
+    (tested).  Its normalizers act within a word (a space composes with nothing), so words
+    joined by spaces normalize as they do in their segments."""
+    batch: list[str] = []
+    for word in sorted(counts):
+        n = counts[word]
+        while n > 0:
+            take = min(n, per_line)
+            batch.append(" ".join([word] * take))
+            n -= take
+            if len(batch) >= lines_per_batch:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def count_train_words(runner, shards) -> dict[str, int]:
+    """The train split's word counts, counted per shard on ``runner`` and summed."""
+    from .dataset import each_step
+
+    totals: Counter = Counter()
+    for result in each_step(runner, TrainWordCounts(), shards, label="sequences: tokenizer words"):
+        words, counts = result.payload
+        totals.update(dict(zip(words, counts.tolist())))
+    return totals
 
 
 class SequencesStep:
@@ -373,15 +409,17 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         tokenizer_folder = outputs.dataset(tokenizer_out)
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
-        if params.tokenizer == "train":
-            tokenizer = train_tokenizer(train_words(source), vocab_size=params.vocab_size, lowercase=params.lowercase)
-        else:
-            tokenizer = load_tokenizer(params.tokenizer)
-        save_tokenizer(tokenizer, tokenizer_folder)
-        io.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
-        step = SequencesStep(tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling)
         shards = row_shards(source, engine.shard_rows)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            if params.tokenizer == "train":
+                counts = count_train_words(runner, shards)
+                tokenizer = train_tokenizer(repeated_words(counts), params.vocab_size, params.lowercase)
+                del counts
+            else:
+                tokenizer = load_tokenizer(params.tokenizer)
+            save_tokenizer(tokenizer, tokenizer_folder)
+            io.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
+            step = SequencesStep(tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling)
             results = run_step(runner, step, shards, folder, label=f"sequences {name}")
             distribution, _ = audit_datasets(
                 runner,

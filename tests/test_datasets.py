@@ -268,3 +268,23 @@ def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
     expected = tokenizer(words, add_special_tokens=False)["input_ids"]
     assert pieces == expected
     assert max(len(e) for e in expected) < 8
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_tokenizer_trained_on_word_counts_is_the_one_trained_on_the_text(shared, lowercase):
+    """The sequences stage counts words in the workers and feeds the trainer each distinct word
+    repeated by its count: the tokenizer must be byte for byte the one trained on the running
+    text (raw lines, not yet NFC, so the normalizer's work is part of the check)."""
+    from collections import Counter
+
+    from pipeline.sequences import repeated_words
+
+    lines = []
+    for name in ("indic/flores/hin_Deva.devtest", "indic/flores/ben_Beng.devtest", "iwslt_en/dev2012.tsv"):
+        lines += (shared / name).read_text(encoding="utf-8").splitlines()[:400]
+    counts = Counter(w for line in lines for w in line.split())
+    assert max(counts.values()) > 300  # some words are repeated over more than one line of repeats
+    from_text = train_tokenizer(iter([lines]), vocab_size=1500, lowercase=lowercase)
+    from_counts = train_tokenizer(repeated_words(counts, per_line=64), vocab_size=1500, lowercase=lowercase)
+    assert from_counts.backend_tokenizer.to_str() == from_text.backend_tokenizer.to_str()
+    assert len(from_text.get_vocab()) == 1500
