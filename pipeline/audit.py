@@ -361,7 +361,9 @@ def aggregate(
     for corpus, pairs in members.items():
         for kind in ("word", "doc", "seg"):
             families[(kind, corpus)] = [(kind, corpus, s, l) for s, l in pairs]
-    overlaps, _ = hashsets.reduce(runner, folder, [s.index for s in shards], families, written)
+    overlaps, _ = hashsets.reduce(
+        runner, folder, [s.index for s in shards], families, written, label="audit: distinct words and duplicates"
+    )
 
     def distinct(kind, corpus, keep) -> int:
         """Distinct hashes of ``kind`` in the corpus's members that ``keep(split, lang)``."""

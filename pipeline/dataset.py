@@ -41,7 +41,8 @@ class RowShard:
 
 def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
     """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where
-    a document ends.
+    a document ends (at most 1.25 ``rows_per_shard`` and a document: a file's tail shorter than a
+    quarter of a shard joins the shard before it).
 
     A streaming scan of the ``doc_id`` column only.  A document's rows must be contiguous (every
     stage writes them so); a document that runs over from one part file into the next is an
@@ -78,7 +79,12 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
                 last = values[-1] if len(values) else last
                 row += len(values)
             if row > start:
-                shards.append(RowShard(file, len(shards), start, row, source))
+                if row - start < rows_per_shard // 4 and shards and shards[-1].path == file:
+                    # a short tail joins the file's last shard: a part of 5,500 rows written by an
+                    # earlier stage (5,000 and the copies inserted) is one shard, not 5,000 and 500
+                    shards[-1] = RowShard(file, shards[-1].index, shards[-1].start, row, source)
+                else:
+                    shards.append(RowShard(file, len(shards), start, row, source))
             previous_last = (file, last) if last is not None else previous_last
     return shards
 

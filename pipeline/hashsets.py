@@ -212,12 +212,15 @@ class ReduceRange:
         return out, collected
 
 
-def reduce(runner, folder, shards: list[int], families: dict[str, list[tuple]], total_hashes: int, collect=None):
-    """All ranges reduced on ``runner``: {family: Overlap} and {family: collected hashes (sorted)}."""
+def reduce(
+    runner, folder, shards: list[int], families: dict[str, list[tuple]], total_hashes: int, collect=None, label=None
+):
+    """All ranges reduced on ``runner`` (progress under ``label``): {family: Overlap} and {family:
+    collected hashes (sorted)}."""
     task = ReduceRange(folder, shards, families, collect)
     overlaps: dict[str, Overlap] = {family: Overlap(Counter(), Counter()) for family in families}
     collected: dict[str, list] = {}
-    for part, hashes in runner.each(task, ranges(total_hashes)):
+    for part, hashes in runner.each(task, ranges(total_hashes), label):
         for family, overlap in part.items():
             overlaps[family].add(overlap)
         for family, values in hashes.items():

@@ -500,6 +500,7 @@ def split_dataset(
                     {"seg": [("seg", s) for s in SPLIT_NAMES]},
                     written,
                     collect={"seg": SPLIT_NAMES.index("train")},
+                    label="split: duplicates",
                 )
                 drop = scratch / "train_duplicates.npy"
                 np.save(drop, collected.get("seg", np.zeros(0, np.uint64)))
@@ -510,7 +511,12 @@ def split_dataset(
                 results = run_step(runner, write, shards, folder, "split")
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(
-                    runner, exchange, [s.index for s in shards], {"seg": [("seg", s) for s in SPLIT_NAMES]}, written
+                    runner,
+                    exchange,
+                    [s.index for s in shards],
+                    {"seg": [("seg", s) for s in SPLIT_NAMES]},
+                    written,
+                    label="split: duplicates",
                 )
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)
