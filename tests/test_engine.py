@@ -32,6 +32,23 @@ def test_shards_cover_every_line_once(hindi):
     assert [s.index for s in shards] == list(range(len(shards)))
 
 
+@pytest.mark.parametrize("block", [7, 1000, 4096])
+@pytest.mark.parametrize("doc_boundary", ["line", "blank_line"])
+def test_shards_do_not_depend_on_the_scan_block(hindi, tmp_path, monkeypatch, block, doc_boundary):
+    """The scan reads blocks ending on a line end (a CR last in a block may be half a CRLF): any
+    block size gives the same shards, over LF, CRLF, lone CR and blank-line documents."""
+    from pipeline import textfiles
+
+    lines = hindi[0].read_bytes().splitlines()[:300]
+    ends = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n \r\n"]
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"".join(line + ends[i % len(ends)] for i, line in enumerate(lines)))
+    expected = line_shards([path], 40, doc_boundary)
+    monkeypatch.setattr(textfiles, "BLOCK", block)
+    assert line_shards([path], 40, doc_boundary) == expected
+    assert len(expected) > 3 and expected[-1].stop_byte == path.stat().st_size
+
+
 # every reader over a real corpus, with the options it is used with
 READERS = {
     "text": ("hi", "indic/flores/hin_Deva.devtest", {"doc_boundary": "line", "quoting": "csv"}),
