@@ -89,6 +89,27 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
     return shards
 
 
+def one_value(paths, column: str) -> bool:
+    """Whether every row of the datasets ``paths`` holds the same non-null value of ``column``, as
+    the files' row-group statistics show (no data read); False when a file keeps none."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    seen = set()
+    for path in paths:
+        for file in io.parquet_files(path):
+            metadata = io.open_parquet(file).metadata
+            leaves = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+            if column not in leaves:
+                return False
+            index = leaves.index(column)
+            for g in range(metadata.num_row_groups):
+                stats = metadata.row_group(g).column(index).statistics
+                if stats is None or not stats.has_min_max or stats.null_count != 0 or stats.min != stats.max:
+                    return False
+                seen.add(stats.min)
+    return len(seen) <= 1
+
+
 def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: bool = False) -> pa.Table:
     """The shard's rows, reading only the row groups that hold them; ``dictionary``: list<string>
     columns as dictionaries (5x faster to read; values are the same strings)."""

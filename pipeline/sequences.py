@@ -397,7 +397,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
 
     from . import io
     from .audit import audit_datasets
-    from .dataset import counts_of, finish, row_shards, run_step
+    from .dataset import counts_of, finish, one_value, row_shards, run_step
     from .executor import executor
     from .params import EngineParams
     from .pretrained import load_tokenizer, save_tokenizer
@@ -429,7 +429,10 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
                 names=[name],
                 expected_splits=("train", "dev", "test"),
             )
-            per_corpus, _ = audit_datasets(runner, [source], scratch / "corpora", engine.shard_rows)
+            # the per-corpus audit is reported only for several corpora (its pass costs as much as the pooled one)
+            per_corpus = {}
+            if not one_value(source, "corpus"):
+                per_corpus, _ = audit_datasets(runner, [source], scratch / "corpora", engine.shard_rows)
         counts = counts_of(results)
         finish(folder, "sequences", results, schema="punct-sequences/2")
         out_report: dict = {}

@@ -319,3 +319,34 @@ def test_align_stage(talks, tmp_path):
     assert align.main(args) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["hypothesis_words"] == sum(len(w) for w in read_segments(tmp_path / "out")["words"].to_pylist())
+
+
+def test_one_value_reads_the_statistics_of_every_part(talks, tmp_path):
+    """The sequences report skips its per-corpus audit when the statistics show one corpus."""
+    from pipeline.dataset import one_value
+
+    _folder, ref, _hyp = talks
+    write_dataset(ref, tmp_path / "one", parts=3)
+    assert one_value(tmp_path / "one", "corpus")
+    assert not one_value(tmp_path / "one", "no_such_column")
+    corpus = ["a" if i < ref.num_rows - 5 else "b" for i in range(ref.num_rows)]
+    write_dataset(with_column(ref, "corpus", pa.array(corpus)), tmp_path / "two", parts=3)
+    assert not one_value(tmp_path / "two", "corpus")  # only the last part holds "b"
+    assert not one_value([tmp_path / "one", tmp_path / "two"], "corpus")
+
+
+def test_sequences_report_audits_once_for_one_corpus(talks, tmp_path, monkeypatch):
+    from pipeline import audit
+
+    _folder, ref, _hyp = talks
+    table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
+    write_dataset(table, tmp_path / "segments.parquet", parts=2)
+    calls = []
+    real = audit.audit_datasets
+    monkeypatch.setattr(audit, "audit_datasets", lambda *a, **k: calls.append(k.get("names")) or real(*a, **k))
+    params = SequencesParams(tokenizer="train", vocab_size=1000, max_len=128)
+    report = sequences_dataset(
+        tmp_path / "segments.parquet", params, tmp_path / "seq", tmp_path / "tok", tmp_path / "r.json", "talks"
+    )
+    assert calls == [["talks"]] and "per_corpus" not in report
+    assert report["distribution"]["talks"]["words"] == sum(len(w) for w in table["words"].to_pylist())
