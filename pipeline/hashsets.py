@@ -6,7 +6,8 @@ reduced to 64-bit hashes (xxh3: among n distinct items the chance of any collisi
 n^2 / 2^65, 3 in 10,000 for 100 million) and exchanged through disk:
 
 1. *map*: each shard writes, per group (``("seg", corpus, split)``...), its distinct hashes
-   with their counts, all groups in one array sorted by hash (:func:`write_groups`);
+   with their counts, all groups in one array sorted by hash, each record naming its group
+   (:func:`write_groups`);
 2. *reduce*: the hash space is cut into ranges small enough for one worker; for each range
    every shard's slice is read (binary search in a memory-mapped file) and
    the membership of each distinct hash in the groups of a *family* is found
@@ -91,16 +92,22 @@ def distinct(hashes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.n
     return ordered[starts], np.add.reduceat(weights, starts)
 
 
-#: a shard's hashes of all its groups, sorted by hash: a reduce range is one slice of it
-RECORD = np.dtype([("hash", np.uint64), ("count", np.int64), ("group", np.int32)])
+#: a shard's hashes of all its groups, sorted by hash: a reduce range is one slice of it.  A
+#: record names its group by :func:`key_id`, so a reduce reads no index of the shard's groups
+RECORD = np.dtype([("hash", np.uint64), ("count", np.int64), ("key", np.uint64)])
+
+
+def key_id(key: tuple) -> int:
+    """A group key as 64 bits (xxh3 of its JSON): among a corpus's few hundred keys, no collision."""
+    return xxhash.xxh3_64_intdigest(json.dumps(list(key)).encode())
 
 
 def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.ndarray, np.ndarray]]) -> int:
-    """A shard's groups (key -> (hashes, counts), hashes distinct and sorted) as two files in
-    ``folder``: the keys, and one array of (hash, count, group number) sorted by hash, so that a
-    reduce range reads one slice per shard whatever the number of groups (a slice per group
-    cost a millisecond a shard and range: 90 s of the audit at 100 M words); returns how many
-    hashes were written."""
+    """A shard's groups (key -> (hashes, counts), hashes distinct and sorted) as one headerless
+    file in ``folder`` of (hash, count, key id) records sorted by hash, so that a reduce range
+    reads one slice per shard whatever the number of groups (a slice per group cost a
+    millisecond a shard and range: 90 s of the audit at 100 M words); returns how many hashes
+    were written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ordered = sorted(groups.items())
@@ -108,11 +115,10 @@ def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.nd
     if len(records):
         records["hash"] = np.concatenate([h for _, (h, _) in ordered])
         records["count"] = np.concatenate([c for _, (_, c) in ordered])
-        records["group"] = np.repeat(np.arange(len(ordered), dtype=np.int32), [len(h) for _, (h, _) in ordered])
+        ids = np.array([key_id(key) for key, _ in ordered], np.uint64)
+        records["key"] = np.repeat(ids, [len(h) for _, (h, _) in ordered])
         records = records[np.argsort(records["hash"], kind="stable")]
-    stem = folder / f"{shard:05d}"
-    records.tofile(f"{stem}.bin")  # headerless: np.load's header parse cost 180 us a shard and range
-    Path(f"{stem}.json").write_text(json.dumps([list(key) for key, _ in ordered]))
+    records.tofile(folder / f"{shard:05d}.bin")  # headerless: np.load's header parse cost 180 us a shard and range
     return len(records)
 
 
@@ -158,13 +164,20 @@ class ReduceRange:
     def __call__(self, bounds: tuple[int, int]) -> tuple[dict[str, Overlap], dict[str, np.ndarray]]:
         lo, hi = bounds
         names = list(self.families)
-        wanted = {tuple(key): (f, m) for f, family in enumerate(names) for m, key in enumerate(self.families[family])}
-        pieces: dict[str, list] = {family: [] for family in self.families}
+        # the members' key ids, sorted, with the family and member of each
+        wanted = sorted(
+            (key_id(tuple(key)), f, m) for f, name in enumerate(names) for m, key in enumerate(self.families[name])
+        )
+        wanted_ids = np.array([k for k, _, _ in wanted], np.uint64)
+        wanted_family = np.array([f for _, f, _ in wanted], np.int64)
+        wanted_member = np.array([m for _, _, m in wanted], np.int64)
+        slices = []
         for shard in self.shards:
-            stem = Path(self.folder) / f"{shard:05d}"
-            if not Path(f"{stem}.json").exists():
+            try:
+                file = open(Path(self.folder) / f"{shard:05d}.bin", "rb")  # noqa: SIM115 (closed below)
+            except FileNotFoundError:
                 continue
-            with open(f"{stem}.bin", "rb") as file:
+            with file:
                 if not os.fstat(file.fileno()).st_size:
                     continue
                 with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
@@ -172,16 +185,18 @@ class ReduceRange:
                     hashes = records["hash"]
                     a = int(np.searchsorted(hashes, np.uint64(lo), "left"))
                     b = int(np.searchsorted(hashes, np.uint64(hi - 1), "right")) if hi < 2**64 else len(records)
-                    part = np.array(records[a:b])
+                    if b > a:
+                        slices.append(np.array(records[a:b]))
                     del records, hashes  # no view left on the map when it closes
-            if not len(part):
-                continue
-            # each group number of the shard -> (family, member), (-1, 0) for groups not compared
-            targets = np.array(
-                [wanted.get(tuple(key), (-1, 0)) for key in json.loads(Path(f"{stem}.json").read_text())], np.int64
-            ).reshape(-1, 2)
-            family_of, member_of = targets[part["group"], 0], targets[part["group"], 1]
-            for f in np.unique(family_of[family_of >= 0]).tolist():
+        pieces: dict[str, list] = {name: [] for name in names}
+        if slices and len(wanted_ids):
+            part = np.concatenate(slices)
+            slices.clear()
+            at = np.minimum(np.searchsorted(wanted_ids, part["key"]), len(wanted_ids) - 1)
+            found = wanted_ids[at] == part["key"]  # groups compared in no family are left out
+            part, at = part[found], at[found]
+            family_of, member_of = wanted_family[at], wanted_member[at]
+            for f in np.unique(family_of).tolist():
                 chosen = family_of == f
                 pieces[names[f]].append((part["hash"][chosen], part["count"][chosen], member_of[chosen]))
         out, collected = {}, {}
