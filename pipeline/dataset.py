@@ -41,8 +41,10 @@ class RowShard:
 
 def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
     """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where
-    a document ends (at most 1.25 ``rows_per_shard`` and a document: a file's tail shorter than a
-    quarter of a shard joins the shard before it).
+    a document ends: each file is cut into the whole number of shards nearest its rows over
+    ``rows_per_shard`` (at least one), of equal size, so a shard holds at most 1.5
+    ``rows_per_shard`` rows and a document; a tail shorter than a quarter of a shard joins the
+    shard before it.
 
     A streaming scan of the ``doc_id`` column only.  A document's rows must be contiguous (every
     stage writes them so); a document that runs over from one part file into the next is an
@@ -58,6 +60,10 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
             reader = io.open_parquet(file)
             if "doc_id" not in reader.schema_arrow.names:
                 raise io.InputError(f"{file}: not a segment table (no doc_id column)")
+            # the file cut into equal shards of about rows_per_shard: a part of 6,600 rows (5,000
+            # and the copies oversampling inserted) is one shard, not 5,000 rows and 1,600
+            rows = reader.metadata.num_rows
+            target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
             start, row, last = 0, 0, None
             for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
                 docs = batch.column(0)
@@ -73,15 +79,14 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
                 candidates = ([0] if first_new == 0 else []) + starts.tolist()
                 for offset in candidates:
                     here = row + offset
-                    if here - start >= rows_per_shard:
+                    if here - start >= target:
                         shards.append(RowShard(file, len(shards), start, here, source))
                         start = here
                 last = values[-1] if len(values) else last
                 row += len(values)
             if row > start:
-                if row - start < rows_per_shard // 4 and shards and shards[-1].path == file:
-                    # a short tail joins the file's last shard: a part of 5,500 rows written by an
-                    # earlier stage (5,000 and the copies inserted) is one shard, not 5,000 and 500
+                if row - start < target // 4 and shards and shards[-1].path == file:
+                    # a short tail (after long documents) joins the file's last shard
                     shards[-1] = RowShard(file, shards[-1].index, shards[-1].start, row, source)
                 else:
                     shards.append(RowShard(file, len(shards), start, row, source))

@@ -244,24 +244,23 @@ def test_row_shards_over_many_row_groups(talks, tmp_path):
     assert all(a.stop == b.start for a, b in itertools.pairwise(shards))
 
 
-def test_row_shards_join_a_short_tail_to_the_shard_before(talks, tmp_path):
+def test_row_shards_cut_each_file_into_equal_shards(talks, tmp_path):
     """A part a little longer than a shard (an earlier stage's part with rows inserted) is one
-    shard, not a shard and a sliver; a long tail is a shard of its own; no shard passes 1.25
-    ``rows_per_shard`` and a document."""
+    shard, not a shard and a sliver; a part of 1.6 shards is two equal ones; no shard passes 1.5
+    ``rows_per_shard`` and a document, and together they give back every row in order."""
     import pyarrow.parquet as pq
 
     _folder, _ref, hyp = talks
-    one_row_docs = with_column(hyp.slice(0, 130), "doc_id", pa.array([f"d{i:03d}" for i in range(130)]))
-    pq.write_table(one_row_docs.slice(0, 110), tmp_path / "a.parquet")
-    assert [(s.start, s.stop) for s in row_shards(tmp_path / "a.parquet", 100)] == [(0, 110)]
-    pq.write_table(one_row_docs, tmp_path / "b.parquet")
-    assert [(s.start, s.stop) for s in row_shards(tmp_path / "b.parquet", 100)] == [(0, 100), (100, 130)]
+    one_row_docs = with_column(hyp.slice(0, 160), "doc_id", pa.array([f"d{i:03d}" for i in range(160)]))
+    for rows, expected in ((100, [(0, 100)]), (140, [(0, 140)]), (160, [(0, 80), (80, 160)])):
+        pq.write_table(one_row_docs.slice(0, rows), tmp_path / f"{rows}.parquet")
+        assert [(s.start, s.stop) for s in row_shards(tmp_path / f"{rows}.parquet", 100)] == expected
     docs = hyp["doc_id"].to_pylist()
     longest = max(sum(1 for _ in group) for _, group in itertools.groupby(docs))
     pq.write_table(hyp, tmp_path / "c.parquet")
     shards = row_shards(tmp_path / "c.parquet", 100)
     assert [s.index for s in shards] == list(range(len(shards)))
-    assert all(s.stop - s.start <= 125 + longest for s in shards)
+    assert all(s.stop - s.start <= 150 + longest for s in shards)
     assert concat([read_rows(s) for s in shards]).to_pylist() == hyp.to_pylist()
 
 
