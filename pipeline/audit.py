@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from . import hashsets
 from .executor import Executor
 from .labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
-from .schema import flat_codes
+from .schema import flat_codes, flat_dictionary
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
@@ -203,9 +203,9 @@ class _Codes:
         doc = table["doc_id"].to_numpy(zero_copy_only=False)
         self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
         self.doc_hashes = hashsets.string_hashes(table["doc_id"])
-        self.word_code, values = flat_codes(table["words"])
+        self.word_code, values = flat_dictionary(table["words"])
         self.n_words = len(values)
-        self.word_hashes = hashsets.hash_values([v or "" for v in values])
+        self.word_hashes = hashsets.string_array_hashes(values)
         self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
         self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)

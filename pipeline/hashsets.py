@@ -2,8 +2,8 @@
 
 Vocabulary sizes, documents and segments found in several splits, duplicates across splits
 and OOV rates need the whole corpus's sets, which do not fit in memory at scale.  Items are
-reduced to 64-bit hashes (xxh3: among n distinct items the chance of any collision is about
-n^2 / 2^65, 3 in 10,000 for 100 million) and exchanged through disk:
+reduced to 64-bit hashes (:func:`string_hashes`: among n distinct items the chance of any
+collision is about n^2 / 2^65, 3 in 10,000 for 100 million) and exchanged through disk:
 
 1. *map*: each shard writes, per group (``("seg", corpus, split)``...), its distinct hashes
    with their counts, all groups in one array sorted by hash, each record naming its group
@@ -36,24 +36,79 @@ import xxhash
 RANGE_TARGET = 250_000
 
 
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, vectorized: a bijection of 64-bit words that mixes every bit."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+#: simple tabulation hashing (Zobrist; Patrascu and Thorup 2012) over a string's first
+#: TABULATED_BYTES bytes: a pseudo-random 64-bit word per (position, byte value), XORed over the
+#: string.  Computed with array operations over an Arrow string buffer, where xxh3 needed a Python
+#: call per string (a quarter of the audit's time); longer strings, rare among words and doc ids,
+#: get xxh3.  Distinct strings collide with probability 2^-64, as for xxh3.
+TABULATED_BYTES = 64
+_TABLE = _splitmix64(np.arange(1, TABULATED_BYTES * 256 + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+
+
+def string_array_hashes(strings: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each string of an Arrow string array (nulls hash as the empty string)."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    n = len(strings)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if strings.null_count:
+        strings = pc.fill_null(strings, "")
+    if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
+        strings = strings.cast(pa.string())
+    _, offsets_buffer, data_buffer = strings.buffers()
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, width)[strings.offset : strings.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(data_buffer or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
+    starts = offsets[:-1] - offsets[0]
+    lengths = np.diff(offsets)
+    out = np.zeros(n, dtype=np.uint64)
+    nonempty = lengths > 0
+    if len(data):
+        # each byte's position in its string: a running sum of ones, set back at each string's start
+        first = starts[nonempty]
+        step = np.ones(len(data), np.int32)
+        step[first[1:]] = 1 - lengths[nonempty][:-1]
+        step[0] = 0
+        index = np.cumsum(step, dtype=np.int32)
+        np.minimum(index, TABULATED_BYTES - 1, out=index)
+        index <<= 8
+        index |= data
+        out[nonempty] = np.bitwise_xor.reduceat(_TABLE[index], first)
+    with np.errstate(over="ignore"):
+        out = _splitmix64(out ^ (lengths.astype(np.uint64) * _MIX))  # the empty string hashes too
+    for i in np.flatnonzero(lengths > TABULATED_BYTES).tolist():
+        out[i] = xxhash.xxh3_64_intdigest(data[starts[i] : starts[i] + lengths[i]].tobytes())
+    return out
+
+
 def hash_values(values: list[str]) -> np.ndarray:
-    """xxh3-64 of each string."""
-    return np.fromiter((xxhash.xxh3_64_intdigest(v.encode()) for v in values), dtype=np.uint64, count=len(values))
+    """The hash of each string of a Python list (:func:`string_array_hashes`)."""
+    return string_array_hashes(pa.array(values, pa.string()))
 
 
 def string_hashes(strings: pa.Array) -> np.ndarray:
-    """xxh3-64 of each string (nulls hash as the empty string), hashing each distinct value once
+    """The hash of each string (nulls hash as the empty string), hashing each distinct value once
     (a dictionary array: its dictionary)."""
     if len(strings) == 0:
         return np.zeros(0, dtype=np.uint64)
     strings = strings.combine_chunks() if isinstance(strings, pa.ChunkedArray) else strings
     encoded = strings if pa.types.is_dictionary(strings.type) else pc.dictionary_encode(strings)
-    table = hash_values([v or "" for v in encoded.dictionary.to_pylist()])
-    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-    return table[indices] if len(table) else np.zeros(len(strings), dtype=np.uint64)
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
+    # the empty string's hash appended, for null indices
+    table = string_array_hashes(pa.concat_arrays([encoded.dictionary.cast(pa.string()), pa.array([""])]))
+    indices = encoded.indices.fill_null(len(table) - 1).to_numpy(zero_copy_only=False)
+    return table[indices]
 
 
 def list_hashes(lists: pa.ListArray, items: np.ndarray | None = None) -> np.ndarray:

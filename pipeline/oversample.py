@@ -71,14 +71,17 @@ def _question_rows(table: pa.Table) -> np.ndarray:
     return out
 
 
-def _train_docs_by_lang(table: pa.Table, train: np.ndarray) -> tuple[np.ndarray, list[str], dict[str, int]]:
-    """Per row its document number; the language of each document; train documents per language."""
+def _train_docs_by_lang(table: pa.Table, train: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, int]]:
+    """Per row its document number; per document its language (a code into the names returned);
+    train documents per language."""
     row_doc = document_index(table)
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
-    langs = table["lang"].take(pa.array(first_rows)).to_pylist()
+    langs = pc.dictionary_encode(table["lang"].take(pa.array(first_rows)).cast(pa.string()).combine_chunks())
+    doc_lang = langs.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = langs.dictionary.to_pylist()
     train_doc = train[first_rows] if len(first_rows) else np.zeros(0, bool)
-    per_lang = Counter(lang for lang, t in zip(langs, train_doc) if t)
-    return row_doc, langs, dict(per_lang)
+    per_lang = np.bincount(doc_lang[train_doc], minlength=len(names))
+    return row_doc, doc_lang, names, {name: int(c) for name, c in zip(names, per_lang.tolist()) if c}
 
 
 class _Tally:
@@ -97,7 +100,7 @@ class _Tally:
         is_question = _question_rows(table) & train
         q_words = int(lengths[is_question].sum())
         q_labels = int(per_row[is_question].sum())
-        _, _, docs = _train_docs_by_lang(table, train)
+        *_, docs = _train_docs_by_lang(table, train)
         payload = {
             "words": words,
             "questions": questions,
@@ -134,15 +137,15 @@ class _Copies:
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_segments(shard, dictionary=True)
         train = _train(table)
-        row_doc, langs, _ = _train_docs_by_lang(table, train)
+        row_doc, doc_lang, names, _ = _train_docs_by_lang(table, train)
         rows = np.flatnonzero(_question_rows(table) & train)
         # the train-document number (per language, over the whole dataset) of each document here
         first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
-        seen: Counter = Counter()
         doc_number = np.full(len(first_rows), -1, np.int64)
-        for d in np.flatnonzero(train[first_rows]).tolist():
-            doc_number[d] = self.docs_before[shard.index].get(langs[d], 0) + seen[langs[d]]
-            seen[langs[d]] += 1
+        train_doc = train[first_rows] if len(first_rows) else np.zeros(0, bool)
+        for code, name in enumerate(names):
+            members = np.flatnonzero(train_doc & (doc_lang == code))
+            doc_number[members] = self.docs_before[shard.index].get(name, 0) + np.arange(len(members))
         # the copies of each question sentence: i its number over the dataset, j the copy's
         i = self.q_before[shard.index] + np.arange(len(rows))
         n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
@@ -150,8 +153,9 @@ class _Copies:
         row = np.repeat(rows, n_copies)
         i = np.repeat(i, n_copies)
         j = np.arange(len(i)) - np.repeat(np.cumsum(n_copies) - n_copies, n_copies)
-        lang = np.array([langs[d] for d in row_doc[row]], dtype=object)
-        n_docs = np.array([self.docs_total[g] for g in lang], np.int64)
+        lang_code = doc_lang[row_doc[row]]
+        lang = np.array(names, dtype=object)[lang_code] if len(names) else np.zeros(0, object)
+        n_docs = np.array([self.docs_total.get(g, 0) for g in names], np.int64)[lang_code]
         own = doc_number[row_doc[row]]
         # a document of the same language, not its own: uniform over the others
         others = np.maximum(n_docs - 1, 1)
@@ -160,9 +164,9 @@ class _Copies:
         position = uniform(self.seed, i, j, 1)
         where = np.zeros(len(i), np.int64)
         local_doc = np.zeros(len(i), np.int64)
-        for g in set(lang.tolist()):
-            mask = lang == g
-            starts = self.starts[g]
+        for code in np.unique(lang_code).tolist():
+            mask = lang_code == code
+            starts = self.starts[names[code]]
             where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
             local_doc[mask] = target[mask] - starts[where[mask]]
         # one file per source shard, its copies in target-shard order: pass 3 reads, of each
@@ -296,45 +300,45 @@ def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
     """Rows of ``table`` with ``incoming`` copies placed inside their target train documents (copy
     k after a segment drawn by its position); only the documents that receive copies are walked."""
     train = _train(table)
-    row_doc, langs, _ = _train_docs_by_lang(table, train)
-    n = table.num_rows
+    row_doc, doc_lang, names, _ = _train_docs_by_lang(table, train)
+    n, k = table.num_rows, incoming.num_rows
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]
     ends = np.r_[first_rows[1:], n]
-    # (lang, local train-document number) -> document index in this shard
-    seen: Counter = Counter()
-    local: dict[tuple[str, int], int] = {}
-    for d in np.flatnonzero(train[first_rows]).tolist():
-        local[(langs[d], seen[langs[d]])] = d
-        seen[langs[d]] += 1
+    # each copy's document here: the target_doc-th train document of its language in this shard
+    train_docs = np.flatnonzero(train[first_rows])
+    target_lang = pc.dictionary_encode(incoming["target_lang"].combine_chunks())
+    target_code = target_lang.indices.to_numpy(zero_copy_only=False)
+    target_doc = incoming["target_doc"].to_numpy()
+    dest = np.zeros(k, np.int64)
+    for code, lang in enumerate(target_lang.dictionary.to_pylist()):
+        mask = target_code == code
+        dest[mask] = train_docs[doc_lang[train_docs] == names.index(lang)][target_doc[mask]]
+    # copies in (i, j) order, each inserted into its document's rows as they are by then
     placed: dict[int, list[int]] = {}  # document -> its rows and copies (copy k as n + k)
-    targets = zip(incoming["target_lang"].to_pylist(), incoming["target_doc"].to_pylist(),
-                  incoming["position"].to_pylist())  # fmt: skip
-    for k, (lang, target, position) in enumerate(targets):
-        d = local[(lang, target)]
-        items = placed.setdefault(d, list(range(first_rows[d], ends[d])))
-        items.insert(min(int(position * (len(items) + 1)), len(items)), n + k)
-    pieces, start = [], 0
-    for d in sorted(placed):
-        pieces.append(np.arange(start, first_rows[d]))
-        pieces.append(np.array(placed[d], np.int64))
-        start = ends[d]
-    pieces.append(np.arange(start, n))
-    order = np.concatenate(pieces)
+    first_list, end_list = first_rows.tolist(), ends.tolist()
+    for copy, (d, position) in enumerate(zip(dest.tolist(), incoming["position"].to_pylist())):
+        items = placed.get(d)
+        if items is None:
+            items = placed[d] = list(range(first_list[d], end_list[d]))
+        items.insert(min(int(position * (len(items) + 1)), len(items)), n + copy)
+    # the new order: by document, then rank inside it (a receiving document's ranks as placed)
+    touched = sorted(placed)
+    sizes = np.array([len(placed[d]) for d in touched], np.int64)
+    item_doc = np.r_[row_doc, dest]
+    rank = np.r_[np.arange(n) - first_rows[row_doc], np.zeros(k, np.int64)]
+    rank[np.fromiter(itertools.chain.from_iterable(placed[d] for d in touched), np.int64, int(sizes.sum()))] = (
+        np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    )
+    order = np.lexsort((rank, item_doc))
     # copy rows: their target document's corpus, doc_id and split; the sentence's own words and labels
-    target_rows = np.array([first_rows[local[(lang, t)]] for lang, t in
-                            zip(incoming["target_lang"].to_pylist(), incoming["target_doc"].to_pylist())])  # fmt: skip
-    copies = table.take(pa.array(target_rows))
+    copies = table.take(pa.array(first_rows[dest]))
     for name in ("words", "labels", "case", "surface", "lang"):
         copies = with_column(copies, name, incoming[name].combine_chunks().cast(table.schema.field(name).type))
     combined = pa.concat_tables([table, copies]).take(pa.array(order))
     # seg_id renumbered inside the documents that received copies
-    seg = combined["seg_id"].to_numpy().copy()
-    sizes = ends - first_rows
-    touched = np.array(sorted(placed), np.int64)
-    sizes[touched] = [len(placed[d]) for d in touched.tolist()]
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    for d in touched.tolist():
-        seg[starts[d] : starts[d] + sizes[d]] = np.arange(sizes[d])
+    receiving = np.zeros(len(first_rows), bool)
+    receiving[touched] = True
+    seg = np.where(receiving[item_doc[order]], rank[order], combined["seg_id"].to_numpy())
     return with_column(combined, "seg_id", pa.array(seg, pa.int32()))
 
 

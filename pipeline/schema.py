@@ -209,16 +209,22 @@ def as_dictionaries(table: pa.Table) -> pa.Table:
     return table
 
 
-def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:
-    """The items of a list column as integer codes: into ``vocabulary`` (-1 for others) if given,
-    else into the distinct values (returned).  Dictionary columns are read off their indices."""
+def flat_dictionary(column) -> tuple[np.ndarray, pa.Array]:
+    """The items of a list column as integer codes into its distinct values (an Arrow array; a
+    dictionary column's own dictionary)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     flat = pc.list_flatten(column)
     if not pa.types.is_dictionary(flat.type):
         flat = pc.dictionary_encode(flat)
-    indices = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    values = flat.dictionary.to_pylist()
+    return flat.indices.to_numpy(zero_copy_only=False).astype(np.int64), flat.dictionary
+
+
+def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:
+    """The items of a list column as integer codes: into ``vocabulary`` (-1 for others) if given,
+    else into the distinct values (returned).  Dictionary columns are read off their indices."""
+    indices, dictionary = flat_dictionary(column)
+    values = dictionary.to_pylist()
     if vocabulary is None:
         return indices, values
     lut = np.array([vocabulary.index(v) if v in vocabulary else -1 for v in values] + [-1], dtype=np.int64)

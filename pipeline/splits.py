@@ -43,8 +43,21 @@ BUCKETS = 4096
 
 def doc_hash(doc_id: str, seed: int) -> float:
     """A number in [0, 1) fixed by the document id and the seed."""
-    digest = hashlib.blake2b(f"{seed}\0{doc_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+    return float(doc_hashes([doc_id], seed)[0])
+
+
+def doc_hashes(doc_ids: list[str], seed: int) -> np.ndarray:
+    """:func:`doc_hash` of each id, the digests read as one big-endian array (uint64 to float64
+    rounds as Python's int / 2**64 does: the scaling by 2**-64 is exact)."""
+    base = hashlib.blake2b(f"{seed}\0".encode(), digest_size=8)
+
+    def digest(doc_id: str) -> bytes:
+        h = base.copy()  # the seed's state copied: cheaper than hashing it again per document
+        h.update(doc_id.encode())
+        return h.digest()
+
+    digests = b"".join(map(digest, doc_ids))
+    return np.frombuffer(digests, ">u8").astype(np.float64) / 2.0**64
 
 
 def marks_of(labels: list[str]) -> str:
@@ -144,7 +157,7 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
     doc_ids = table["doc_id"].take(pa.array(first_rows)).to_pylist()
     corpora = table["corpus"].take(pa.array(first_rows)).to_pylist()
-    keys = [(doc_hash(doc, params.seed), doc, corpus) for doc, corpus in zip(doc_ids, corpora)]
+    keys = list(zip(doc_hashes(doc_ids, params.seed).tolist(), doc_ids, corpora))
     strata = None
     if params.stratify and not fixed:
         strata = _strata(table, row_doc, n_docs)
@@ -271,10 +284,6 @@ class _SmallestKeys:
         return StepResult(None, payload=(heapq.nsmallest(self.n, docs.keys), len(docs.keys)))
 
 
-def _bucket(key) -> int:
-    return min(int(key[0] * BUCKETS), BUCKETS - 1)
-
-
 class _StratumHistogram:
     """Pass 1 of stratified splits: per stratum, documents per hash bucket; each shard's keys and
     strata are kept in the scratch folder, so pass 2 does not read the corpus again."""
@@ -286,10 +295,10 @@ class _StratumHistogram:
         out: dict[str, np.ndarray] = {}
         if self.inputs[shard.source].fixed is None:
             docs = _documents(shard, self.inputs, self.params, Counts(), _KEY_COLUMNS)
-            buckets = np.array([_bucket(k) for k in docs.keys], np.int64)
-            for stratum in set(docs.strata):
-                mask = np.array([s == stratum for s in docs.strata], bool)
-                out[stratum] = np.bincount(buckets[mask], minlength=BUCKETS)
+            hashes = np.array([k[0] for k in docs.keys], np.float64)
+            buckets = np.minimum((hashes * BUCKETS).astype(np.int64), BUCKETS - 1)
+            for stratum, members in _groups(docs.strata).items():
+                out[stratum] = np.bincount(buckets[members], minlength=BUCKETS)
             _save_keys(self.folder, shard, docs, {"bucket": pa.array(buckets, pa.int32())})
         return StepResult(None, payload=out)
 

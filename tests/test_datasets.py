@@ -75,6 +75,21 @@ def test_split_counts_match_the_rule_on_any_sharding(news, tmp_path):
     assert {d: next(iter(s)) for d, s in _doc_splits(table).items()} == expected
 
 
+def test_document_hashes_are_the_per_document_hash(news):
+    """The array of document hashes (one digest buffer) equals the documented hash of each id: a
+    blake2b digest of seed and id, big-endian, over 2**64 (as the splits were always drawn)."""
+    import hashlib
+
+    from pipeline.splits import doc_hashes
+
+    ids = [*sorted(set(news["doc_id"].to_pylist())), "", "é#1"]
+    for seed in (0, 9, 2021):
+        expected = [
+            int.from_bytes(hashlib.blake2b(f"{seed}\0{d}".encode(), digest_size=8).digest(), "big") / 2**64 for d in ids
+        ]
+        assert doc_hashes(ids, seed).tolist() == expected
+
+
 def _assert_cut_80_10_10_in_hash_order(strata: dict[str, list[str]], got: dict[str, str], seed: int) -> None:
     """Each stratum's documents, in hash order, are train, then dev, then test, at exact 80/10/10 cuts."""
     from pipeline.splits import doc_hash
@@ -170,6 +185,66 @@ def test_question_oversampling_train_only(news, tmp_path):
     assert (
         train.num_rows == table.filter(pc.equal(table["split"], "train")).num_rows + report["oversampling"]["inserted"]
     )
+
+
+def _insert_reference(table: pa.Table, incoming: pa.Table) -> pa.Table:
+    """The insertion rule written plainly: copies in order, each into its target document (the
+    target_doc-th train document of its language) at min(int(position * (n + 1)), n) of the n
+    rows it has by then; seg_id renumbered in the documents that received copies."""
+    rows = table.to_pylist()
+    docs, train_docs = [], {}
+    for row in rows:
+        if not docs or (docs[-1][0]["corpus"], docs[-1][0]["doc_id"]) != (row["corpus"], row["doc_id"]):
+            docs.append([])
+            if row["split"] == "train":
+                train_docs.setdefault(row["lang"], []).append(len(docs) - 1)
+        docs[-1].append(dict(row))
+    touched = set()
+    for copy in incoming.to_pylist():
+        d = train_docs[copy["target_lang"]][copy["target_doc"]]
+        items = docs[d]
+        first = items[0]
+        new = {**first, **{k: copy[k] for k in ("words", "labels", "case", "surface", "lang")}}
+        items.insert(min(int(copy["position"] * (len(items) + 1)), len(items)), new)
+        touched.add(d)
+    for d in touched:
+        for k, row in enumerate(docs[d]):
+            row["seg_id"] = k
+    return pa.Table.from_pylist([row for items in docs for row in items], schema=table.schema)
+
+
+def test_question_copies_are_inserted_by_the_documented_rule(news, tmp_path):
+    """The vectorized insertion of question copies equals the rule applied one copy at a time, with
+    several copies into one document, several languages and copies at both ends of a document."""
+    from pipeline.oversample import COPY_SCHEMA, _insert
+
+    table, _ = _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
+    table = table.slice(0, 600)
+    langs = np.where(np.arange(table.num_rows) % 7 < 4, "ms", "en")  # two languages, whole documents kept apart
+    doc_first = {}
+    for i, d in enumerate(table["doc_id"].to_pylist()):
+        doc_first.setdefault(d, i)
+    table = with_column(table, "lang", pa.array([langs[doc_first[d]] for d in table["doc_id"].to_pylist()]))
+    reference_docs = {}
+    for row in table.to_pylist():
+        if row["split"] == "train":
+            reference_docs.setdefault(row["lang"], {}).setdefault(row["doc_id"], None)
+    rng = np.random.default_rng(4)
+    copies = []
+    for k in range(120):
+        lang = ["ms", "en"][k % 2]
+        n_docs = len(reference_docs[lang])
+        source = table.slice(int(rng.integers(table.num_rows)), 1).to_pylist()[0]
+        copies.append({
+            "lang": source["lang"], "words": source["words"], "labels": source["labels"],
+            "case": source["case"], "surface": source["surface"], "target_lang": lang,
+            "target_doc": int(rng.integers(min(n_docs, 5))),  # a few documents get many copies
+            "order_i": k, "order_j": 0, "position": [0.0, 0.999999, float(rng.random())][k % 3],
+        })  # fmt: skip
+    incoming = pa.Table.from_pylist(copies, schema=COPY_SCHEMA)
+    got = _insert(table, incoming)
+    assert got.num_rows == table.num_rows + incoming.num_rows
+    assert got.equals(_insert_reference(table, incoming))
 
 
 def test_augmentation_rates_on_100k_words():

@@ -64,3 +64,45 @@ def test_ranges_cover_the_hash_space_without_gaps():
         assert bounds[0][0] == 0 and bounds[-1][1] == 2**64
         assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
         assert len(bounds) == max(1, -(-total // hashsets.RANGE_TARGET))
+
+
+def _tabulation_reference(value: str) -> int:
+    """The string hash written out one byte at a time (what the array code must compute)."""
+    import numpy as np
+    import xxhash
+
+    data = value.encode()
+    if len(data) > hashsets.TABULATED_BYTES:
+        return xxhash.xxh3_64_intdigest(data)
+    x = np.uint64(0)
+    for position, byte in enumerate(data):
+        x ^= hashsets._TABLE[(position << 8) | byte]
+    with np.errstate(over="ignore"):
+        mixed = np.array([x ^ (np.uint64(len(data)) * hashsets._MIX)], np.uint64)
+    return int(hashsets._splitmix64(mixed)[0])
+
+
+def test_string_hashes_are_the_per_byte_hash_on_any_array_layout():
+    """Array layouts (slices, large strings, chunks, dictionaries, nulls) do not change a string's
+    hash; strings longer than the table hash too; no two distinct strings of a sample collide."""
+    import pyarrow as pa
+
+    rng = random.Random(3)
+    alphabet = "ab अआइক্ষ漢字\x00é"
+    values = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30))) for _ in range(5000)]
+    values += ["", "x" * 64, "x" * 65, "y" * 200, "a", "a\x00"]
+    expected = [_tabulation_reference(v) for v in values]
+    assert hashsets.hash_values(values).tolist() == expected
+    array = pa.array(values)
+    for start, length in ((0, 10), (7, 300), (len(values) - 9, 9), (3, 0)):
+        assert hashsets.string_array_hashes(array.slice(start, length)).tolist() == expected[start : start + length]
+    assert hashsets.string_array_hashes(array.cast(pa.large_string())).tolist() == expected
+    chunked = pa.chunked_array([array.slice(0, 100), array.slice(100)])
+    assert hashsets.string_hashes(chunked).tolist() == expected
+    assert hashsets.string_hashes(array.dictionary_encode()).tolist() == expected
+    with_nulls = pa.array(["q", None, "q", ""])
+    empty, q = _tabulation_reference(""), _tabulation_reference("q")
+    assert hashsets.string_array_hashes(with_nulls).tolist() == [q, empty, q, empty]
+    assert hashsets.string_hashes(with_nulls).tolist() == [q, empty, q, empty]
+    assert hashsets.string_hashes(with_nulls.dictionary_encode()).tolist() == [q, empty, q, empty]
+    assert len(set(expected)) == len(set(values))
