@@ -12,8 +12,11 @@ Each stage runs as the DVC pipeline runs it (``python -m stages.X``, a process o
 params file written here) and is measured for wall seconds and peak RSS of its largest single
 process (the stage's driver or one of its forked workers: ``wait4``'s ``ru_maxrss`` covers the
 process and its waited-for descendants).  Words/s is the corpus's words (as ingested) over the
-stage's seconds.  Targets (issue 14): peak RSS at 100 M within 1.25x of 1 M and under 2 GB per
-worker; split, oversample and audit >= 5 M words/s per worker, sequences >= 1 M.
+stage's seconds.  The same run's baseline is the Parquet I/O floor: split's output read
+(``floor read``) and read and written again (``floor copy``) by the same engine and workers, with
+nothing else done ("x floor": a stage's seconds over the copy's).  Targets (issue 14): peak RSS
+at 100 M within 1.25x of 1 M and under 2 GB per worker; split, oversample and audit >= 5 M words/s
+per worker, sequences >= 1 M.
 
     python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
     python benchmarks/bench_scale.py --words 1e6,1e7,1e8 --json scale.json
@@ -178,6 +181,32 @@ def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
+class _CopyShard:
+    """The floor's step: a shard read as the stages read it (every column, lists as dictionaries),
+    and returned to be written (``write``) or dropped."""
+
+    def __init__(self, write: bool):
+        self.write = write
+
+    def __call__(self, shard):
+        from pipeline.dataset import read_rows
+        from pipeline.step import StepResult
+
+        table = read_rows(shard, dictionary=True)
+        return StepResult(table if self.write else None)
+
+
+def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool) -> None:
+    """Read (and write, into ``out``) every shard of ``dataset`` on the local engine: the I/O that a
+    stage reading and rewriting the dataset cannot avoid, the same-run baseline of its speed."""
+    from pipeline.dataset import row_shards, run_step
+    from pipeline.executor import executor
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with executor("local", workers) as runner:
+        run_step(runner, _CopyShard(write), row_shards(dataset, shard_rows), out if write else None)
+
+
 def run_size(words: int, args, tmp_root: Path) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"scale-{words}-", dir=tmp_root))
     try:
@@ -231,9 +260,22 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
                 f" {rate / args.workers / 1e6:7.2f} per worker, peak RSS {peak:6.0f} MB",
                 flush=True,
             )
+        # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
+        floor = {}
+        for kind in ("read", "copy"):
+            cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
+                   "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
+            seconds, peak = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
+            shutil.rmtree(folder / f"floor-{kind}", ignore_errors=True)
+            floor[kind] = {"seconds": seconds, "words_per_s_per_worker": corpus_words / seconds / args.workers}
+            print(
+                f"[{words:,} words] floor {kind:5s}  {seconds:8.1f} s"
+                f" {corpus_words / seconds / args.workers / 1e6:7.2f} M words/s per worker (Parquet I/O only)",
+                flush=True,
+            )
         disk = sum(f.stat().st_size for f in (folder / "data").rglob("*") if f.is_file())
         return {"target_words": words, "words": corpus_words, "workers": args.workers, "data_mb": disk / 1e6,
-                "stages": stages}  # fmt: skip
+                "stages": stages, "io_floor": floor}  # fmt: skip
     finally:
         if not args.keep:  # the next size needs the disk
             shutil.rmtree(folder, ignore_errors=True)
@@ -243,13 +285,18 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
 
 
 def print_table(result: dict) -> None:
+    """The sizes' table; "x floor": the stage's seconds over the same run's read + write of the
+    split dataset (its Parquet I/O alone, on as many workers)."""
     print(f"\n{result['words']:,} words (asked {result['target_words']:,}), {result['workers']} worker(s):")
-    print(f"  {'stage':10s} {'seconds':>9s} {'words/s':>12s} {'per worker':>12s} {'peak RSS MB':>12s}")
+    print(f"  {'stage':10s} {'seconds':>9s} {'words/s':>12s} {'per worker':>12s} {'peak RSS MB':>12s} {'x floor':>8s}")
+    copy = result["io_floor"]["copy"]["seconds"]
     for stage, r in result["stages"].items():
         print(
             f"  {stage:10s} {r['seconds']:9.1f} {r['words_per_s']:12,.0f} {r['words_per_s_per_worker']:12,.0f}"
-            f" {r['peak_rss_mb']:12.0f}"
+            f" {r['peak_rss_mb']:12.0f} {r['seconds'] / copy:8.2f}"
         )
+    for kind, r in result["io_floor"].items():
+        print(f"  floor {kind:4s} {r['seconds']:9.1f} {'':12s} {r['words_per_s_per_worker']:12,.0f}")
 
 
 def checks(results: list[dict]) -> list[str]:
@@ -325,6 +372,15 @@ def hours(seconds: float) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--io-floor":  # the floor's own process (see io_floor)
+        floor = argparse.ArgumentParser()
+        floor.add_argument("--io-floor", nargs=2, metavar=("DATASET", "OUT"))
+        floor.add_argument("--workers", type=int)
+        floor.add_argument("--shard-rows", type=int)
+        floor.add_argument("--write", action="store_true")
+        a = floor.parse_args()
+        io_floor(*a.io_floor, a.workers, a.shard_rows, a.write)
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about an hour)")
     parser.add_argument("--workers", type=int, default=2)

@@ -23,12 +23,15 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
         env={**os.environ, "PYTHONPATH": str(root)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for stage in STAGES:  # the table row: stage, seconds, words/s, per worker, peak RSS
-        row = re.search(rf"^\s+{stage}\s+([\d.]+)\s+([\d,]+)\s+([\d,]+)\s+(\d+)$", proc.stdout, re.M)
+    for stage in STAGES:  # the table row: stage, seconds, words/s, per worker, peak RSS, x floor
+        row = re.search(rf"^\s+{stage}\s+([\d.]+)\s+([\d,]+)\s+([\d,]+)\s+(\d+)\s+([\d.]+)$", proc.stdout, re.M)
         assert row, f"no table row for {stage}:\n{proc.stdout}"
-        assert float(row[1]) > 0 and int(row[2].replace(",", "")) > 0 and int(row[4]) > 0
+        assert float(row[1]) > 0 and int(row[2].replace(",", "")) > 0 and int(row[4]) > 0 and float(row[5]) > 0
     (size,) = json.loads(out.read_text())["sizes"]
     assert size["words"] > 10_000
     for stage in STAGES:
         assert size["stages"][stage]["words_per_s"] > 0 and size["stages"][stage]["peak_rss_mb"] > 50
+    for kind in ("read", "copy"):  # the same run's Parquet I/O floor
+        assert size["io_floor"][kind]["seconds"] > 0
+        assert re.search(rf"^\s+floor {kind}\s+[\d.]+\s+[\d,]+$", proc.stdout, re.M), proc.stdout
     assert "Gupta 2021 Table 1" in proc.stdout
