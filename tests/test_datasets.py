@@ -352,14 +352,21 @@ def test_tokenizer_trained_on_word_counts_is_the_one_trained_on_the_text(shared,
     text (raw lines, not yet NFC, so the normalizer's work is part of the check)."""
     from collections import Counter
 
-    from pipeline.sequences import repeated_words
+    from pipeline.sequences import normalized_counts, repeated_words
 
     lines = []
     for name in ("indic/flores/hin_Deva.devtest", "indic/flores/ben_Beng.devtest", "iwslt_en/dev2012.tsv"):
         lines += (shared / name).read_text(encoding="utf-8").splitlines()[:400]
+    # words that normalize alike, final sigma, dotted I, a word that is a lone combining mark
+    lines += ["ΟΔΟΣ ΟΔΟΣ. Σ İstanbul istanbul STRASSE Straße", "Cafe\u0301 Café \u0301 \u093e"] * 40
     counts = Counter(w for line in lines for w in line.split())
     assert max(counts.values()) > 300  # some words are repeated over more than one line of repeats
     from_text = train_tokenizer(iter([lines]), vocab_size=1500, lowercase=lowercase)
     from_counts = train_tokenizer(repeated_words(counts, per_line=64), vocab_size=1500, lowercase=lowercase)
     assert from_counts.backend_tokenizer.to_str() == from_text.backend_tokenizer.to_str()
+    # as the stage trains it: words normalized once each, the trainer without its normalizer
+    normalized = normalized_counts(counts, lowercase)
+    assert len(normalized) < len(counts)  # "Cafe\u0301" and "Café" are one word
+    from_normalized = train_tokenizer(repeated_words(normalized, per_line=64), 1500, lowercase, normalized=True)
+    assert from_normalized.backend_tokenizer.to_str() == from_text.backend_tokenizer.to_str()
     assert len(from_text.get_vocab()) == 1500
