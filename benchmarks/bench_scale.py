@@ -382,7 +382,7 @@ def main() -> None:
         io_floor(*a.io_floor, a.workers, a.shard_rows, a.write)
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about an hour)")
+    parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about 10 min here)")
     parser.add_argument("--workers", type=int, default=2)
     # shards smaller than a corpus at 1 M words (about 11,000 lines each): every size has full
     # shards, so peak RSS compares like with like
