@@ -135,7 +135,11 @@ class TableShard:
 
 
 class AuditShard:
-    """Picklable step: a shard's tallies per (corpus, split, lang) and its hash groups.
+    """Picklable step: a shard's tallies per (corpus, split, lang) and its hash groups, for each view.
+
+    A view names the corpus of every row of each input (``names[i]`` for the rows of input i;
+    None: the rows' own corpora); several views of one shard share its read, codes and hashes
+    (the sequences report audits a dataset pooled and per corpus).  Hash groups are keyed by view.
 
     Tallies are kept per (corpus, split, lang) and, since sentence runs depend on which rows are
     taken together, also per (corpus, split) with lang "*", per (corpus, "*", lang) and per
@@ -144,69 +148,85 @@ class AuditShard:
 
     COLUMNS = ["corpus", "lang", "doc_id", "words", "labels", "case", "split"]
 
-    def __init__(self, folder, names: list[str | None] | None = None):
-        self.folder, self.names = str(folder), names
+    def __init__(self, folder, views: list[list[str | None] | None] | None = None):
+        self.folder, self.views = str(folder), views or [None]
 
-    def __call__(self, shard) -> tuple[dict, int]:
+    def __call__(self, shard) -> tuple[list[dict], int]:
         if isinstance(shard, TableShard):
             table = shard.table
         else:
             from .dataset import read_rows
 
             table = read_rows(shard, self.COLUMNS, dictionary=True)
-        if self.names and self.names[shard.source] is not None:
-            table = table.set_column(0, "corpus", pa.array([self.names[shard.source]] * table.num_rows, pa.string()))
-        tallies: dict[tuple, Tally] = {}
+        out: list[dict] = []
         groups: dict[tuple, tuple] = {}
-        if table.num_rows:
-            view = _Codes(table)
-            combos = view.combos
-            for k, (corpus, split_name, lang) in enumerate(combos):
-                rows = view.row_combo == k
-                groups[("word", corpus, split_name, lang)] = view.word_set(k)
-                groups[("doc", corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
-                groups[("seg", corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
-            # every summary on exactly its rows (sentences run across the rows of a document); a
-            # wider view that holds the same combinations as another is the same tally
-            views: dict[tuple, list[int]] = {}
-            for k, (corpus, split_name, lang) in enumerate(combos):
-                for key in (
-                    (corpus, split_name, lang),
-                    (corpus, "*", "*"),
-                    (corpus, split_name, "*"),
-                    (corpus, "*", lang),
-                ):
-                    views.setdefault(key, []).append(k)
-            done: dict[tuple, Tally] = {}
-            for key, members in views.items():
-                same = tuple(members)
-                if same not in done:
-                    done[same] = view.tally(members)
-                tallies[key] = done[same]
+        shared = None
+        for v, names in enumerate(self.views):
+            view_table = table
+            if names and names[shard.source] is not None:
+                column = pa.array([names[shard.source]] * table.num_rows, pa.string())
+                view_table = table.set_column(0, "corpus", column)
+            tallies: dict[tuple, Tally] = {}
+            if table.num_rows:
+                view = _Codes(view_table, shared)
+                shared = shared or view
+                combos = view.combos
+                for k, (corpus, split_name, lang) in enumerate(combos):
+                    rows = view.row_combo == k
+                    groups[("word", v, corpus, split_name, lang)] = view.word_set(k)
+                    groups[("doc", v, corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
+                    groups[("seg", v, corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
+                # every summary on exactly its rows (sentences run across the rows of a document); a
+                # wider view that holds the same combinations as another is the same tally
+                keys_of: dict[tuple, list[int]] = {}
+                for k, (corpus, split_name, lang) in enumerate(combos):
+                    for key in (
+                        (corpus, split_name, lang),
+                        (corpus, "*", "*"),
+                        (corpus, split_name, "*"),
+                        (corpus, "*", lang),
+                    ):
+                        keys_of.setdefault(key, []).append(k)
+                done: dict[tuple, Tally] = {}
+                for key, members in keys_of.items():
+                    same = tuple(members)
+                    if same not in done:
+                        done[same] = view.tally(members)
+                    tallies[key] = done[same]
+            out.append(tallies)
         written = hashsets.write_groups(self.folder, shard.index, groups)
-        return tallies, written
+        return out, written
 
 
 class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    def __init__(self, table: pa.Table):
+    SHARED = ("lengths", "labels", "case", "new_doc", "doc_hashes", "word_code", "n_words", "word_hashes",
+              "seg_hashes")  # fmt: skip
+
+    def __init__(self, table: pa.Table, shared: _Codes | None = None):
+        """``shared``: the codes of the same rows under other corpus names, whose arrays that do
+        not depend on the corpus are reused."""
         split = pc.fill_null(table["split"], NO_SPLIT)
         keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
         self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
-        self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
-        self.labels, _ = flat_codes(table["labels"], LABELS)
-        self.case, _ = flat_codes(table["case"], CASE_LABELS)
-        doc = table["doc_id"].to_numpy(zero_copy_only=False)
-        self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
-        self.doc_hashes = hashsets.string_hashes(table["doc_id"])
-        self.word_code, values = flat_dictionary(table["words"])
-        self.n_words = len(values)
-        self.word_hashes = hashsets.string_array_hashes(values)
-        self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
+        if shared is not None:
+            for name in self.SHARED:
+                setattr(self, name, getattr(shared, name))
+        else:
+            self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+            self.labels, _ = flat_codes(table["labels"], LABELS)
+            self.case, _ = flat_codes(table["case"], CASE_LABELS)
+            doc = table["doc_id"].to_numpy(zero_copy_only=False)
+            self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
+            self.doc_hashes = hashsets.string_hashes(table["doc_id"])
+            self.word_code, values = flat_dictionary(table["words"])
+            self.n_words = len(values)
+            self.word_hashes = hashsets.string_array_hashes(values)
+            self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
         self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)
         self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))
@@ -338,6 +358,16 @@ def _split_order(splits) -> list[str]:
     return sorted(splits, key=lambda s: (order.get(s, 3), s))
 
 
+@dataclass(frozen=True)
+class AuditView:
+    """One audit of the shards: ``names`` renames the corpus of every row of input i to
+    ``names[i]`` (None: the rows' own corpora), with its drift threshold and expected splits."""
+
+    names: list[str | None] | None = None
+    drift_threshold: float = 1.0
+    expected_splits: tuple[str, ...] = ()
+
+
 def aggregate(
     runner: Executor,
     shards: list,
@@ -348,22 +378,41 @@ def aggregate(
 ) -> tuple[dict, dict[str, Counter]]:
     """``{dataset: summary}`` over ``shards`` (see the module doc), and each dataset's sentence-length
     histogram; hash groups go through ``folder``."""
-    tallies: dict[tuple, Tally] = {}
+    (result,) = aggregate_views(runner, shards, folder, [AuditView(names, drift_threshold, expected_splits)])
+    return result
+
+
+def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditView]) -> list[tuple[dict, dict]]:
+    """:func:`aggregate` for several views of the same shards, in one pass over them (one read,
+    one set of codes and hashes per shard) and one hash reduce."""
+    tallies: list[dict[tuple, Tally]] = [{} for _ in views]
     written = 0
-    for part, n in runner.each(AuditShard(folder, names), shards, label="audit"):
+    for parts, n in runner.each(AuditShard(folder, [v.names for v in views]), shards, label="audit"):
         written += n
-        for key, t in part.items():
-            tallies.setdefault(key, Tally()).add(t)
-    combos = sorted(k for k in tallies if "*" not in k)
-    corpora = sorted({c for c, _, _ in combos})
-    members = {corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora}
-    families = {}
-    for corpus, pairs in members.items():
-        for kind in ("word", "doc", "seg"):
-            families[(kind, corpus)] = [(kind, corpus, s, l) for s, l in pairs]
+        for view_tallies, part in zip(tallies, parts):
+            for key, t in part.items():
+                view_tallies.setdefault(key, Tally()).add(t)
+    members, families = [], {}
+    for v, view_tallies in enumerate(tallies):
+        combos = sorted(k for k in view_tallies if "*" not in k)
+        corpora = sorted({c for c, _, _ in combos})
+        members.append({corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora})
+        for corpus, pairs in members[v].items():
+            for kind in ("word", "doc", "seg"):
+                families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
     overlaps, _ = hashsets.reduce(
         runner, folder, [s.index for s in shards], families, written, label="audit: distinct words and duplicates"
     )
+    out = []
+    for v, view in enumerate(views):
+        view_overlaps = {(kind, corpus): o for (kind, w, corpus), o in overlaps.items() if w == v}
+        out.append(_summaries(tallies[v], members[v], view_overlaps, view.drift_threshold, view.expected_splits))
+    return out
+
+
+def _summaries(tallies, members, overlaps, drift_threshold, expected_splits) -> tuple[dict, dict[str, Counter]]:
+    """One view's summaries from its tallies and hash overlaps."""
+    corpora = sorted(members)
 
     def distinct(kind, corpus, keep) -> int:
         """Distinct hashes of ``kind`` in the corpus's members that ``keep(split, lang)``."""
@@ -514,10 +563,15 @@ def audit_datasets(
 ) -> tuple[dict, dict[str, Counter]]:
     """The audit of segment datasets (files or folders of parts), streamed, and the sentence-length
     histograms; ``names[i]`` renames the corpus of every row of ``paths[i]`` (a dataset audited as one)."""
+    view = AuditView(names, drift_threshold, expected_splits)
+    return audit_dataset_views(runner, paths, folder, shard_rows, [view])[0]
+
+
+def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views: list[AuditView]) -> list:
+    """:func:`audit_datasets` for several views of the same datasets, in one pass over them."""
     from .dataset import row_shards
 
-    shards = row_shards(paths, shard_rows)
-    return aggregate(runner, shards, folder, names, drift_threshold, expected_splits)
+    return aggregate_views(runner, row_shards(paths, shard_rows), folder, views)
 
 
 def alignment_summary(report: dict) -> dict:

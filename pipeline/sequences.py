@@ -419,7 +419,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from pathlib import Path
 
     from . import io
-    from .audit import audit_datasets
+    from .audit import AuditView, audit_dataset_views
     from .dataset import counts_of, finish, one_value, row_shards, run_step
     from .executor import executor
     from .params import EngineParams
@@ -445,18 +445,13 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             io.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
             step = SequencesStep(tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling)
             results = run_step(runner, step, shards, folder, label=f"sequences {name}")
-            distribution, _ = audit_datasets(
-                runner,
-                [source],
-                scratch / "pooled",
-                engine.shard_rows,
-                names=[name],
-                expected_splits=("train", "dev", "test"),
-            )
-            # the per-corpus audit is reported only for several corpora (its pass costs as much as the pooled one)
-            per_corpus = {}
+            # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
+            views = [AuditView([name], expected_splits=("train", "dev", "test"))]
             if not one_value(source, "corpus"):
-                per_corpus, _ = audit_datasets(runner, [source], scratch / "corpora", engine.shard_rows)
+                views.append(AuditView())
+            audits = audit_dataset_views(runner, [source], scratch / "audit", engine.shard_rows, views)
+            distribution = audits[0][0]
+            per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)
         finish(folder, "sequences", results, schema="punct-sequences/2")
         out_report: dict = {}

@@ -334,6 +334,30 @@ def test_one_value_reads_the_statistics_of_every_part(talks, tmp_path):
     assert not one_value([tmp_path / "one", tmp_path / "two"], "corpus")
 
 
+def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path):
+    """The sequences report audits a dataset pooled and per corpus in one pass over it: the same
+    summaries as two audits, even when the pooled name is also one of the corpora's names."""
+    from pipeline.audit import AuditView, audit_dataset_views, audit_datasets
+    from pipeline.executor import executor
+
+    _folder, ref, _hyp = talks
+    docs = ref["doc_id"].to_pylist()
+    first = {d: i for i, d in reversed(list(enumerate(docs)))}
+    corpus = ["c0" if first[d] % 3 else "c1" for d in docs]  # whole documents in each corpus
+    split = [["train", "train", "dev", "test"][first[d] % 4] for d in docs]
+    table = with_column(with_column(ref, "corpus", pa.array(corpus)), "split", pa.array(split))
+    write_dataset(table, tmp_path / "segments.parquet", parts=3)
+    expected = ("train", "dev", "test")
+    with executor("local", 2) as runner:
+        pooled = audit_datasets(runner, [tmp_path / "segments.parquet"], tmp_path / "a", 300, ["c0"], 1.0, expected)
+        per_corpus = audit_datasets(runner, [tmp_path / "segments.parquet"], tmp_path / "b", 300)
+        views = [AuditView(["c0"], expected_splits=expected), AuditView()]
+        both = audit_dataset_views(runner, [tmp_path / "segments.parquet"], tmp_path / "c", 300, views)
+    assert set(per_corpus[0]) == {"c0", "c1"} and set(pooled[0]) == {"c0"}
+    assert pooled[0]["c0"]["words"] == per_corpus[0]["c0"]["words"] + per_corpus[0]["c1"]["words"]
+    assert both == [pooled, per_corpus]
+
+
 def test_sequences_report_audits_once_for_one_corpus(talks, tmp_path, monkeypatch):
     from pipeline import audit
 
@@ -341,11 +365,13 @@ def test_sequences_report_audits_once_for_one_corpus(talks, tmp_path, monkeypatc
     table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
     write_dataset(table, tmp_path / "segments.parquet", parts=2)
     calls = []
-    real = audit.audit_datasets
-    monkeypatch.setattr(audit, "audit_datasets", lambda *a, **k: calls.append(k.get("names")) or real(*a, **k))
+    real = audit.audit_dataset_views
+    monkeypatch.setattr(
+        audit, "audit_dataset_views", lambda *a, **k: calls.append([v.names for v in a[4]]) or real(*a, **k)
+    )
     params = SequencesParams(tokenizer="train", vocab_size=1000, max_len=128)
     report = sequences_dataset(
         tmp_path / "segments.parquet", params, tmp_path / "seq", tmp_path / "tok", tmp_path / "r.json", "talks"
     )
-    assert calls == [["talks"]] and "per_corpus" not in report
+    assert calls == [[["talks"]]] and "per_corpus" not in report
     assert report["distribution"]["talks"]["words"] == sum(len(w) for w in table["words"].to_pylist())
