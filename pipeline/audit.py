@@ -22,6 +22,7 @@ and segments are counted by hash across shards (:mod:`pipeline.hashsets`).
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -160,73 +161,76 @@ class AuditShard:
             table = read_rows(shard, self.COLUMNS, dictionary=True)
         out: list[dict] = []
         groups: dict[tuple, tuple] = {}
-        shared = None
+        codes = None
         for v, names in enumerate(self.views):
             view_table = table
             if names and names[shard.source] is not None:
                 column = pa.array([names[shard.source]] * table.num_rows, pa.string())
                 view_table = table.set_column(0, "corpus", column)
-            tallies: dict[tuple, Tally] = {}
-            if table.num_rows:
-                view = _Codes(view_table, shared)
-                shared = shared or view
-                combos = view.combos
-                for k, (corpus, split_name, lang) in enumerate(combos):
-                    rows = view.row_combo == k
-                    groups[("word", v, corpus, split_name, lang)] = view.word_set(k)
-                    groups[("doc", v, corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
-                    groups[("seg", v, corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
-                # every summary on exactly its rows (sentences run across the rows of a document); a
-                # wider view that holds the same combinations as another is the same tally
-                keys_of: dict[tuple, list[int]] = {}
-                for k, (corpus, split_name, lang) in enumerate(combos):
-                    for key in (
-                        (corpus, split_name, lang),
-                        (corpus, "*", "*"),
-                        (corpus, split_name, "*"),
-                        (corpus, "*", lang),
-                    ):
-                        keys_of.setdefault(key, []).append(k)
-                done: dict[tuple, Tally] = {}
-                for key, members in keys_of.items():
-                    same = tuple(members)
-                    if same not in done:
-                        done[same] = view.tally(members)
-                    tallies[key] = done[same]
-            out.append(tallies)
+            if not table.num_rows:
+                out.append({})
+                continue
+            codes = _Codes(view_table) if codes is None else codes.renamed(view_table)
+            out.append(_tallies(codes, v, groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
+
+
+def _tallies(view: _Codes, v: int, groups: dict[tuple, tuple]) -> dict[tuple, Tally]:
+    """A view's tallies; its hash groups (keyed by the view ``v``) added to ``groups``."""
+    combos = view.combos
+    for k, (corpus, split_name, lang) in enumerate(combos):
+        rows = view.row_combo == k
+        groups[("word", v, corpus, split_name, lang)] = view.word_set(k)
+        groups[("doc", v, corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
+        groups[("seg", v, corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
+    # every summary on exactly its rows (sentences run across the rows of a document); a
+    # wider view that holds the same combinations as another is the same tally
+    keys_of: dict[tuple, list[int]] = {}
+    for k, (corpus, split_name, lang) in enumerate(combos):
+        for key in ((corpus, split_name, lang), (corpus, "*", "*"), (corpus, split_name, "*"), (corpus, "*", lang)):
+            keys_of.setdefault(key, []).append(k)
+    tallies: dict[tuple, Tally] = {}
+    done: dict[tuple, Tally] = {}
+    for key, members in keys_of.items():
+        same = tuple(members)
+        if same not in done:
+            done[same] = view.tally(members)
+        tallies[key] = done[same]
+    return tallies
 
 
 class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    SHARED = ("lengths", "labels", "case", "new_doc", "doc_hashes", "word_code", "n_words", "word_hashes",
-              "seg_hashes")  # fmt: skip
+    def __init__(self, table: pa.Table):
+        self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.labels, _ = flat_codes(table["labels"], LABELS)
+        self.case, _ = flat_codes(table["case"], CASE_LABELS)
+        doc = table["doc_id"].to_numpy(zero_copy_only=False)
+        self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
+        self.doc_hashes = hashsets.string_hashes(table["doc_id"])
+        self.word_code, values = flat_dictionary(table["words"])
+        self.n_words = len(values)
+        self.word_hashes = hashsets.string_array_hashes(values)
+        self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
+        self._combine(table)
 
-    def __init__(self, table: pa.Table, shared: _Codes | None = None):
-        """``shared``: the codes of the same rows under other corpus names, whose arrays that do
-        not depend on the corpus are reused."""
+    def renamed(self, table: pa.Table) -> _Codes:
+        """The codes of the same rows under other corpus names (``table``: them so named): only
+        what depends on the corpus is computed again."""
+        other = copy.copy(self)
+        other._combine(table)
+        return other
+
+    def _combine(self, table: pa.Table) -> None:
+        """Per row its (corpus, split, lang) combination, and the label and case counts of each."""
         split = pc.fill_null(table["split"], NO_SPLIT)
         keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
         self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
-        if shared is not None:
-            for name in self.SHARED:
-                setattr(self, name, getattr(shared, name))
-        else:
-            self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
-            self.labels, _ = flat_codes(table["labels"], LABELS)
-            self.case, _ = flat_codes(table["case"], CASE_LABELS)
-            doc = table["doc_id"].to_numpy(zero_copy_only=False)
-            self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
-            self.doc_hashes = hashsets.string_hashes(table["doc_id"])
-            self.word_code, values = flat_dictionary(table["words"])
-            self.n_words = len(values)
-            self.word_hashes = hashsets.string_array_hashes(values)
-            self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
         self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)
         self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))

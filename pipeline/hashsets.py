@@ -53,7 +53,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 #: call per string (a quarter of the audit's time); longer strings, rare among words and doc ids,
 #: get xxh3.  Distinct strings collide with probability 2^-64, as for xxh3.
 TABULATED_BYTES = 64
-_TABLE = _splitmix64(np.arange(1, TABULATED_BYTES * 256 + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+_TABLE = _splitmix64(np.arange(1, TABULATED_BYTES * 256 + 1, dtype=np.uint64) * _MIX)
 
 
 def string_array_hashes(strings: pa.Array) -> np.ndarray:

@@ -26,6 +26,7 @@ import math
 import os
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -71,9 +72,19 @@ def _question_rows(table: pa.Table) -> np.ndarray:
     return out
 
 
-def _train_docs_by_lang(table: pa.Table, train: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, int]]:
-    """Per row its document number; per document its language (a code into the names returned);
-    train documents per language."""
+class _Documents(NamedTuple):
+    """A shard's documents: per row its document; per document its first row, its language (a
+    code into ``names``) and whether it is in train; train documents per language."""
+
+    row_doc: np.ndarray
+    first_rows: np.ndarray
+    lang: np.ndarray
+    names: list[str]
+    train: np.ndarray
+    train_per_lang: dict[str, int]
+
+
+def _documents(table: pa.Table, train: np.ndarray) -> _Documents:
     row_doc = document_index(table)
     first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
     langs = pc.dictionary_encode(table["lang"].take(pa.array(first_rows)).cast(pa.string()).combine_chunks())
@@ -81,7 +92,8 @@ def _train_docs_by_lang(table: pa.Table, train: np.ndarray) -> tuple[np.ndarray,
     names = langs.dictionary.to_pylist()
     train_doc = train[first_rows] if len(first_rows) else np.zeros(0, bool)
     per_lang = np.bincount(doc_lang[train_doc], minlength=len(names))
-    return row_doc, doc_lang, names, {name: int(c) for name, c in zip(names, per_lang.tolist()) if c}
+    counts = {name: int(c) for name, c in zip(names, per_lang.tolist()) if c}
+    return _Documents(row_doc, first_rows, doc_lang, names, train_doc, counts)
 
 
 class _Tally:
@@ -100,7 +112,7 @@ class _Tally:
         is_question = _question_rows(table) & train
         q_words = int(lengths[is_question].sum())
         q_labels = int(per_row[is_question].sum())
-        *_, docs = _train_docs_by_lang(table, train)
+        docs = _documents(table, train).train_per_lang
         payload = {
             "words": words,
             "questions": questions,
@@ -137,14 +149,13 @@ class _Copies:
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_segments(shard, dictionary=True)
         train = _train(table)
-        row_doc, doc_lang, names, _ = _train_docs_by_lang(table, train)
+        docs = _documents(table, train)
+        row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
         rows = np.flatnonzero(_question_rows(table) & train)
         # the train-document number (per language, over the whole dataset) of each document here
-        first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
-        doc_number = np.full(len(first_rows), -1, np.int64)
-        train_doc = train[first_rows] if len(first_rows) else np.zeros(0, bool)
+        doc_number = np.full(len(docs.first_rows), -1, np.int64)
         for code, name in enumerate(names):
-            members = np.flatnonzero(train_doc & (doc_lang == code))
+            members = np.flatnonzero(docs.train & (doc_lang == code))
             doc_number[members] = self.docs_before[shard.index].get(name, 0) + np.arange(len(members))
         # the copies of each question sentence: i its number over the dataset, j the copy's
         i = self.q_before[shard.index] + np.arange(len(rows))
@@ -300,19 +311,19 @@ def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
     """Rows of ``table`` with ``incoming`` copies placed inside their target train documents (copy
     k after a segment drawn by its position); only the documents that receive copies are walked."""
     train = _train(table)
-    row_doc, doc_lang, names, _ = _train_docs_by_lang(table, train)
+    docs = _documents(table, train)
+    row_doc, first_rows = docs.row_doc, docs.first_rows
     n, k = table.num_rows, incoming.num_rows
-    first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]
     ends = np.r_[first_rows[1:], n]
     # each copy's document here: the target_doc-th train document of its language in this shard
-    train_docs = np.flatnonzero(train[first_rows])
+    train_docs = np.flatnonzero(docs.train)
     target_lang = pc.dictionary_encode(incoming["target_lang"].combine_chunks())
     target_code = target_lang.indices.to_numpy(zero_copy_only=False)
     target_doc = incoming["target_doc"].to_numpy()
     dest = np.zeros(k, np.int64)
     for code, lang in enumerate(target_lang.dictionary.to_pylist()):
         mask = target_code == code
-        dest[mask] = train_docs[doc_lang[train_docs] == names.index(lang)][target_doc[mask]]
+        dest[mask] = train_docs[docs.lang[train_docs] == docs.names.index(lang)][target_doc[mask]]
     # copies in (i, j) order, each inserted into its document's rows as they are by then
     placed: dict[int, list[int]] = {}  # document -> its rows and copies (copy k as n + k)
     first_list, end_list = first_rows.tolist(), ends.tolist()

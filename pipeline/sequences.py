@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .labels import CASE_LABELS, LABELS
-from .schema import flat_codes
+from .schema import flat_codes, flat_dictionary
 
 IGNORE = -100
 
@@ -341,10 +341,10 @@ class TrainWordCounts:
 
         table = read_rows(shard, ["words", "split"], dictionary=True)
         train = pc.fill_null(pc.equal(table["split"], "train"), False)
-        codes, values = flat_codes(table.filter(train)["words"])
+        codes, values = flat_dictionary(table.filter(train)["words"])
         counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
         present = np.flatnonzero(counts)
-        return StepResult(None, payload=([values[k] for k in present.tolist()], counts[present]))
+        return StepResult(None, payload=(values.take(pa.array(present)).to_pylist(), counts[present]))
 
 
 def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 256):
