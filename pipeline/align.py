@@ -757,7 +757,7 @@ class AlignStep:
 
     def __call__(self, shard):
         from .dataset import read_segments
-        from .io import conform_segments, parquet_files
+        from .io import conform_segments, is_url, open_input, parquet_files
         from .step import StepResult
         from .verbalize import verbalizer_or_none
 
@@ -767,7 +767,8 @@ class AlignStep:
         wanted = sorted(set(mapping.values()))
         tables = []
         for file in parquet_files(self.ref_path):
-            found = pq.read_table(file, filters=[("doc_id", "in", wanted)]) if wanted else None
+            source = open_input(file) if is_url(file) else file
+            found = pq.read_table(source, filters=[("doc_id", "in", wanted)]) if wanted else None
             if found is not None and found.num_rows:
                 tables.append(conform_segments(found, file))
         ref = pa.concat_tables(tables) if tables else None

@@ -95,14 +95,14 @@ def _audit(args) -> dict:
         result, histograms = audit_datasets(
             runner,
             args.inputs,
-            outputs.scratch(Path(args.out) / "audit.json"),
+            outputs.scratch(io.join(args.out, "audit.json")),
             50_000,
             drift_threshold=args.drift_threshold,
         )
-    write_outputs(result, histograms, Path(args.out), inputs=args.inputs)
+    write_outputs(result, histograms, args.out, inputs=args.inputs)
     if args.markdown:
         print(table1_markdown(result), end="")
-    log.info("audit: %d dataset(s) -> %s", len(result), Path(args.out) / "audit.json")
+    log.info("audit: %d dataset(s) -> %s", len(result), io.join(args.out, "audit.json"))
     return result
 
 
@@ -133,7 +133,7 @@ def _align(args) -> dict:
 
     with io.Outputs(inputs=[args.ref, args.hyp]) as outputs:
         folder = outputs.dataset(args.out)
-        io.write_parquet(out, folder / "part-00000.parquet")
+        io.write_parquet(out, io.join(folder, "part-00000.parquet"))
         finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
         io.write_json_in_place(report, outputs.file(args.report))
     for warning in report["warnings"]:

@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from . import io
 from .executor import Executor
@@ -56,7 +54,7 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
     shards: list[RowShard] = []
     for source, path in enumerate(paths):
         previous_last: tuple[str, str] | None = None
-        for file in map(str, io.parquet_files(path)):
+        for file in map(str, io.parquet_files(path)):  # str: a URL stays one
             reader = io.open_parquet(file)
             if "doc_id" not in reader.schema_arrow.names:
                 raise io.InputError(f"{file}: not a segment table (no doc_id column)")
@@ -121,7 +119,7 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
     reader = io.open_parquet(shard.path)
     if dictionary:
         lists = [f"{name}.list.element" for name in dictionary_columns(reader.schema_arrow)]
-        reader = pq.ParquetFile(shard.path, read_dictionary=lists)
+        reader = io.open_parquet(shard.path, read_dictionary=lists)
     groups, first_row, row = [], None, 0
     for g in range(reader.metadata.num_row_groups):
         n = reader.metadata.row_group(g).num_rows
@@ -184,7 +182,7 @@ class WriteParts:
         if table is not None:
             if self.folder is None:
                 raise ValueError("a step returned a table but the stage writes no dataset")
-            io.write_parquet(table, Path(self.folder) / part_name(shard.index))
+            io.write_parquet(table, io.join(self.folder, part_name(shard.index)))
             rows = table.num_rows
             if "words" not in table.column_names:
                 words = None
@@ -212,7 +210,7 @@ def finish(folder: str | os.PathLike, kind: str, results: list[ShardResult], **e
     if not any(r.words is None for r in results):
         manifest["words"] = sum(r.words for r in results)
     manifest.update(extra)
-    io.write_manifest(Path(folder), manifest)
+    io.write_manifest(folder, manifest)
     return manifest
 
 

@@ -167,7 +167,7 @@ def ingest(
     step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     # the folders given too: an output inside one would be read by the next run
-    inputs_read = [*map(Path, given), *files] + ([Path(user_dict)] if user_dict else [])
+    inputs_read = [*(p if io.is_url(p) else Path(p) for p in given), *files] + ([Path(user_dict)] if user_dict else [])
     with io.Outputs(inputs=inputs_read) as outputs:
         folder = outputs.dataset(out)
         stats_path = outputs.file(stats) if stats else None

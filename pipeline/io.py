@@ -10,6 +10,14 @@ deletes what it did not write.  Files and folders get the permissions any tool g
 caller's umask (0644 / 0755 under 022), not those of a temporary file.  A lock beside the
 output refuses a second run writing the same path at the same time; staging left by a killed
 run is removed by the next run.
+
+Locations: every input and output may also be an fsspec URL (``s3://bucket/data``,
+``gs://...``, ``memory://...``; see :func:`is_url`), read and written through fsspec where the
+protocol's package is installed, so a cluster without a shared disk reads and writes object
+storage.  A URL stays a string (``pathlib`` would fold ``s3://b`` into ``s3:/b``): join with
+:func:`join`.  Object stores rename by copying and have no locks, so on a URL the outputs are
+put in place file by file (a dataset's manifest first: a run killed then leaves an output the
+next run recognizes and replaces) and a second run writing the same URL is not refused.
 """
 
 from __future__ import annotations
@@ -23,10 +31,12 @@ import re
 import shutil
 import signal
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -44,6 +54,163 @@ class InputError(ValueError):
 
 class OutputError(ValueError):
     """An output cannot be written: the message names the path and why."""
+
+
+# -------------------------------------------------------------------------------------- locations
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` is an fsspec URL (``protocol://...``) rather than a local path."""
+    return isinstance(path, str) and _URL.match(path) is not None
+
+
+def url_fs(url: str):
+    """(fsspec file system, path inside it) of ``url``; an unknown protocol, or one whose package is
+    not installed, is an InputError naming the URL."""
+    import fsspec
+
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise InputError(f"{url}: cannot use this URL ({exc})") from None
+
+
+def join(base, *names: str):
+    """``base/names...``: a Path for a local path, a string for a URL."""
+    if is_url(base):
+        return "/".join([base.rstrip("/"), *names])
+    return Path(base).joinpath(*names)
+
+
+def name_of(path) -> str:
+    """The last part of ``path`` (a local path or a URL)."""
+    return str(path).rstrip("/").rsplit("/", 1)[-1] if is_url(path) else Path(path).name
+
+
+def parent_of(path):
+    return str(path).rstrip("/").rsplit("/", 1)[0] if is_url(path) else Path(path).parent
+
+
+def exists(path) -> bool:
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.exists(inner)
+    return Path(path).exists()
+
+
+def is_dir(path) -> bool:
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.isdir(inner)
+    return Path(path).is_dir()
+
+
+def is_file(path) -> bool:
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.isfile(inner)
+    return Path(path).is_file()
+
+
+def require_local(path, what: str) -> None:
+    """Refuse a URL where a step reads or writes local folders only (a library that knows no fsspec)."""
+    if is_url(path):
+        raise OutputError(f"{path}: {what} reads and writes local paths only, not URLs: give a local path")
+
+
+def file_size(path) -> int:
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.size(inner)
+    return os.path.getsize(path)
+
+
+def make_folder(path) -> None:
+    """``path`` and its parents as folders (an object store needs none: a no-op there)."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        fs.makedirs(inner, exist_ok=True)
+    else:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def open_input(path):
+    """A binary file object to read ``path`` (a local path or a URL)."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.open(inner, "rb")
+    return open(path, "rb")
+
+
+@contextmanager
+def open_output(path) -> Iterator:
+    """A binary file object writing ``path`` in place (a staging path: see :class:`Outputs`)."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        with fs.open(inner, "wb") as sink:
+            yield sink
+    else:
+        with open(path, "wb") as sink:
+            yield sink
+
+
+def write_bytes_in_place(data, path) -> None:
+    """A buffer (bytes, a numpy array) as the file ``path``, in place."""
+    try:
+        with open_output(path) as sink:
+            sink.write(memoryview(data).cast("B") if len(memoryview(data)) else b"")
+    except OSError as exc:
+        raise write_failed(exc, path) from None
+
+
+def read_array(path, dtype) -> np.ndarray:
+    """A headerless array file: mapped when local, read when a URL."""
+    if is_url(path):
+        return np.frombuffer(read_bytes(path), dtype)
+    return np.memmap(path, dtype, mode="r") if os.path.getsize(path) else np.zeros(0, dtype)
+
+
+def open_arrow_file(path) -> pa.RecordBatchFileReader:
+    """An Arrow IPC file: mapped when local, read when a URL."""
+    source = pa.BufferReader(read_bytes(path)) if is_url(path) else pa.memory_map(str(path))
+    return pa.ipc.open_file(source)
+
+
+def write_arrow_in_place(table: pa.Table, path) -> None:
+    """An Arrow IPC file (uncompressed: mapped by its readers when local), in place."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    write_bytes_in_place(sink.getvalue(), path)
+
+
+@contextmanager
+def local_folder(path) -> Iterator[Path]:
+    """A folder as a local path: itself, or a URL's files copied to a temporary folder (for
+    libraries that read only local folders: a tokenizer)."""
+    if not is_url(path):
+        yield Path(path)
+        return
+    fs, inner = url_fs(path)
+    with tempfile.TemporaryDirectory(prefix="punct-") as local:
+        for file in fs.find(inner):
+            relative = file[len(inner.rstrip("/")) + 1 :]
+            target = Path(local, relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(fs.cat_file(file))
+        yield Path(local)
+
+
+def upload_folder(local: Path, path) -> None:
+    """A local folder's files into ``path`` (a staging folder): for libraries that write only local
+    folders."""
+    for file in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+        target = join(path, *file.relative_to(local).parts)
+        if not is_url(path):
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_in_place(file.read_bytes(), target)
 
 
 #: a full disk, a quota or a file-size limit: writing failed, whichever writer it was
@@ -69,9 +236,11 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def shown(path: str | os.PathLike) -> Path:
+def shown(path: str | os.PathLike):
     """``path`` as the user knows it: a staging name (``.NAME.staging-PID-XXXX``) becomes the output's
     ``NAME``, so a message names the output, not a temporary path the run removes."""
+    if is_url(path):
+        return "/".join(_STAGED_NAME.sub(r"\1", part) for part in path.split("/"))
     return Path(*(_STAGED_NAME.sub(r"\1", part) for part in Path(path).parts))
 
 
@@ -90,6 +259,16 @@ def _missing(path: Path) -> InputError | None:
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
+    if is_url(path):
+        fs, inner = url_fs(path)
+        try:
+            return fs.cat_file(inner)
+        except FileNotFoundError:
+            raise InputError(f"{path}: input does not exist") from None
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory, not a file") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
     path = Path(path)
     try:
         return path.read_bytes()
@@ -117,15 +296,21 @@ def decode_utf8(data: bytes, path, first_line: int = 1, base_offset: int = 0) ->
 
 def read_text(path: str | os.PathLike) -> str:
     """A UTF-8 file as text, BOM stripped; invalid bytes -> InputError with the byte offset."""
-    return decode_utf8(read_bytes(path), Path(path))
+    return decode_utf8(read_bytes(path), path if is_url(path) else Path(path))
 
 
-def read_range(path: str | os.PathLike, start: int, stop: int) -> bytes:
-    """Bytes [start, stop) of a file."""
+def read_range(path: str | os.PathLike, start: int, stop: int | None) -> bytes:
+    """Bytes [start, stop) of a file (stop None: to its end)."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        try:
+            return fs.cat_file(inner, start, stop)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
     try:
         with open(path, "rb") as handle:
             handle.seek(start)
-            return handle.read(stop - start)
+            return handle.read(-1 if stop is None else stop - start)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
 
@@ -138,6 +323,8 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
 
     What a directory holds but is not read is counted in ``skipped`` by reason (hidden files,
     subdirectories, broken links), never passed over silently."""
+    if is_url(path):
+        return _url_files(path, pattern, skipped)
     path = Path(path)
     if path.is_dir():
         files = []
@@ -164,8 +351,40 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
     return [path]
 
 
-def parquet_files(path: str | os.PathLike) -> list[Path]:
+def _url_files(url: str, pattern: str, skipped: dict | None, what: str = "input files") -> list[str]:
+    """:func:`input_files` for a URL: the file, or the folder's files matching ``pattern``."""
+    fs, inner = url_fs(url)
+    if not fs.exists(inner):
+        raise InputError(f"{url}: input does not exist")
+    if not fs.isdir(inner):
+        return [url]
+    files = []
+    for entry in sorted(fs.glob(f"{inner.rstrip('/')}/{pattern}", detail=True).items()):
+        name, info = entry[0], entry[1]
+        reason = None
+        if name.rstrip("/").rsplit("/", 1)[-1].startswith("."):
+            reason = "hidden_file"
+        elif info.get("type") == "directory":
+            reason = "subdirectory"
+        if reason:
+            if skipped is not None:
+                skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        files.append(join(url, name[len(inner.rstrip("/")) + 1 :]))
+    if not files:
+        raise InputError(f"{url}: directory has no {what} matching {pattern!r}")
+    return files
+
+
+def parquet_files(path: str | os.PathLike) -> list:
     """A Parquet file, or the part-*.parquet files of a dataset folder in name order."""
+    if is_url(path):
+        if not is_dir(path):
+            return _url_files(path, "*", None)
+        try:
+            return _url_files(path, "part-*.parquet", None, "part-*.parquet files")
+        except InputError:
+            raise InputError(f"{path}: folder holds no part-*.parquet files (not a dataset of this tool)") from None
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.glob("part-*.parquet") if p.is_file())
@@ -177,9 +396,11 @@ def parquet_files(path: str | os.PathLike) -> list[Path]:
     return [path]
 
 
-def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
+def open_parquet(path: str | os.PathLike, **options) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        if is_url(path):
+            return pq.ParquetFile(open_input(path), **options)
+        return pq.ParquetFile(path, **options)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
 
@@ -224,7 +445,11 @@ def _umask() -> int:
 
 
 def make_readable(path: Path) -> None:
-    """The mode a plainly created file or folder gets under the umask (mkstemp gives 0600, mkdtemp 0700)."""
+    """The mode a plainly created file or folder gets under the umask (mkstemp gives 0600, mkdtemp 0700);
+    an object store keeps no modes."""
+    if is_url(path):
+        return
+    path = Path(path)
     mode = (0o777 if path.is_dir() else 0o666) & ~_umask()
     os.chmod(path, mode)
 
@@ -235,32 +460,51 @@ def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
     List columns of strings are written from dictionaries (a column read as a dictionary is
     written without being decoded: 1.5x faster) and no Arrow schema is stored, so every reader
     sees plain strings whichever way the table was built."""
-    path = Path(path)
+    path = path if is_url(path) else Path(path)
     table = as_dictionaries(table)
+    options = dict(write_statistics=statistics_columns(table.schema), store_schema=False, **PARQUET_OPTIONS)
     try:
-        pq.write_table(
-            table, path, write_statistics=statistics_columns(table.schema), store_schema=False, **PARQUET_OPTIONS
-        )
+        if is_url(path):
+            with open_output(path) as sink:
+                pq.write_table(table, sink, **options)
+        else:
+            pq.write_table(table, path, **options)
     except OSError as exc:
         raise write_failed(exc, path) from None
     make_readable(path)
 
 
 def _is_dataset(path: Path) -> bool:
-    return (path / MANIFEST).is_file()
+    return is_file(join(path, MANIFEST))
 
 
 def _is_parquet_of_ours(path: Path) -> bool:
     """A lone Parquet file an earlier version of this tool wrote (its schema carries our name)."""
     try:
-        metadata = pq.read_schema(path).metadata or {}
-    except (OSError, pa.ArrowInvalid):
+        metadata = open_parquet(path).schema_arrow.metadata or {}
+    except (OSError, pa.ArrowInvalid, InputError):
         return False
     return metadata.get(b"schema", b"").startswith(b"punct-")
 
 
 def _replaceable(final: Path, dataset: bool) -> None:
     """Refuse to replace anything but an earlier output of the same kind."""
+    if is_url(final):
+        fs, inner = url_fs(final)
+        if not fs.exists(inner):
+            return
+        if fs.isdir(inner):
+            if dataset and _is_dataset(final):
+                return
+            raise OutputError(
+                f"{final}: exists and is a folder this tool did not write (no {MANIFEST}), or a dataset where "
+                "a file goes: not replaced; choose another output path"
+            )
+        if dataset and final.endswith(".parquet") and _is_parquet_of_ours(final):
+            return
+        if not dataset:
+            return
+        raise OutputError(f"{final}: exists and is not an output of this kind: not replaced")
     if not (final.exists() or final.is_symlink()):
         return
     if final.is_dir() and not final.is_symlink():
@@ -288,8 +532,14 @@ def _same_path(a: Path, b: Path) -> bool:
 
 def check_not_input(outputs, inputs) -> None:
     """An output must not be (or hold) an input: writing it would destroy what is being read."""
-    for out in map(Path, outputs):
-        for source in map(Path, inputs):
+    for out in (str(p).rstrip("/") for p in outputs if is_url(p)):
+        for source in (str(p).rstrip("/") for p in inputs if is_url(p)):
+            if out == source or source.startswith(out + "/"):
+                raise OutputError(f"{out}: is also an input ({source}): choose another output path")
+            if out.startswith(source + "/"):
+                raise OutputError(f"{out}: lies inside an input ({source}): choose another output path")
+    for out in (Path(p) for p in outputs if not is_url(p)):
+        for source in (Path(p) for p in inputs if not is_url(p)):
             if _same_path(out, source) or source.resolve().is_relative_to(out.resolve()):
                 raise OutputError(f"{out}: is also an input ({source}): choose another output path")
             # a dataset or a folder of inputs is read whole: an output inside it would be read too
@@ -335,6 +585,12 @@ _OLD = ".old-"
 
 def _remove_stale(final: Path) -> None:
     """Staging and set-aside copies left beside ``final`` by a run that was killed (the lock is held)."""
+    if is_url(final):
+        fs, inner = url_fs(final)
+        parent, _, name = inner.rstrip("/").rpartition("/")
+        for leftover in fs.glob(f"{parent}/.{name}{_STAGING}*"):
+            fs.rm(leftover, recursive=True)
+        return
     for prefix in (f".{final.name}{_STAGING}", f".{final.name}{_OLD}"):
         for leftover in final.parent.glob(prefix + "*"):
             if leftover.is_dir() and not leftover.is_symlink():
@@ -362,6 +618,12 @@ class Outputs:
         self.folders: list[Path] = []  # parent folders this run created, removed at the end if empty
 
     def _make_parent(self, final: Path) -> None:
+        if is_url(final):
+            try:
+                make_folder(parent_of(final))
+            except OSError as exc:
+                raise OutputError(f"{parent_of(final)}: cannot create ({_os_reason(exc)})") from None
+            return
         missing = [p for p in [final.parent, *final.parent.parents] if not p.exists()]
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -370,10 +632,22 @@ class Outputs:
         self.folders += reversed(missing)
 
     def _stage(self, final, dataset: bool) -> Path:
-        final = Path(final)
+        final = final if is_url(final) else Path(final)
         check_not_input([final], self.inputs)
         _replaceable(final, dataset)
         self._make_parent(final)
+        if is_url(final):
+            _remove_stale(final)  # no lock on an object store: a second run at once is not refused
+            staging = join(parent_of(final), f".{name_of(final)}{_STAGING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            try:
+                if dataset:
+                    make_folder(staging)
+                else:
+                    write_bytes_in_place(b"", staging)
+            except OSError as exc:
+                raise OutputError(f"{parent_of(final)}: cannot write ({_os_reason(exc)})") from None
+            self.staged.append((staging, final, dataset))
+            return staging
         lock = _Lock(final)
         lock.acquire()
         self.locks.append(lock)
@@ -402,9 +676,15 @@ class Outputs:
     def scratch(self, beside) -> Path:
         """A working folder beside ``beside`` (an output of this run) for data exchanged between
         passes; removed when the run ends, whatever happens."""
-        final = Path(beside)
+        final = beside if is_url(beside) else Path(beside)
         check_not_input([final], self.inputs)
         self._make_parent(final)
+        if is_url(final):
+            folder = join(parent_of(final), f".{name_of(final)}{_STAGING}{os.getpid()}-scratch-{uuid.uuid4().hex[:8]}")
+            make_folder(folder)
+            self.scratches.append(folder)
+            self.scratch_for.append(final)
+            return folder
         try:
             folder = Path(tempfile.mkdtemp(prefix=f".{final.name}{_STAGING}{os.getpid()}-scratch-", dir=final.parent))
         except OSError as exc:
@@ -414,7 +694,12 @@ class Outputs:
         return folder
 
     def commit(self) -> None:
-        """Put every staged output in place; if one cannot be, the earlier ones are rolled back."""
+        """Put every staged output in place; if one cannot be, the earlier ones are rolled back
+        (on a URL: file by file, and no rollback: an object store renames by copying)."""
+        for staging, final, dataset in self.staged:
+            if is_url(final):
+                _put_url_in_place(staging, final, dataset)
+        self.staged = [entry for entry in self.staged if not is_url(entry[1])]
         for staging, _, _ in self.staged:
             make_readable(staging)
         moved: list[tuple[Path, Path, Path | None]] = []  # (final, staging, set-aside old)
@@ -442,7 +727,9 @@ class Outputs:
 
     def abort(self) -> None:
         for staging, _, dataset in self.staged:
-            if dataset:
+            if is_url(staging):
+                _remove_url(staging)
+            elif dataset:
                 shutil.rmtree(staging, ignore_errors=True)
             else:
                 staging.unlink(missing_ok=True)
@@ -450,7 +737,10 @@ class Outputs:
 
     def close(self) -> None:
         for folder in self.scratches:
-            shutil.rmtree(folder, ignore_errors=True)
+            if is_url(folder):
+                _remove_url(folder)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
         self.scratches = []
         for lock in self.locks:
             lock.release()
@@ -483,14 +773,40 @@ class Outputs:
                 raise write_failed(value, *where) from None
 
 
+def _remove_url(url: str) -> None:
+    fs, inner = url_fs(url)
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm(inner, recursive=True)
+
+
+def _put_url_in_place(staging: str, final: str, dataset: bool) -> None:
+    """A staged output moved to its URL: the earlier output removed, then the files moved, a
+    dataset's manifest first, so a run killed in between leaves a folder the next run replaces."""
+    fs, source = url_fs(staging)
+    _, target = url_fs(final)
+    try:
+        if fs.exists(target):
+            fs.rm(target, recursive=True)
+        if not dataset:
+            fs.mv(source, target)
+            return
+        files = sorted(fs.find(source), key=lambda f: (not f.endswith("/" + MANIFEST), f))
+        for file in files:
+            moved = target.rstrip("/") + file[len(source.rstrip("/")) :]
+            fs.makedirs(moved.rpartition("/")[0], exist_ok=True)
+            fs.mv(file, moved)
+        _remove_url(staging)
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
+
+
 def write_manifest(folder: Path, manifest: dict) -> None:
     """The dataset folder's manifest: what it holds (deterministic content: no times, no engine)."""
-    write_json_in_place(manifest, folder / MANIFEST)
+    write_json_in_place(manifest, join(folder, MANIFEST))
 
 
 def read_manifest(path: str | os.PathLike) -> dict | None:
-    path = Path(path)
-    return read_json(path / MANIFEST) if path.is_dir() and (path / MANIFEST).is_file() else None
+    return read_json(join(path, MANIFEST)) if is_dir(path) and is_file(join(path, MANIFEST)) else None
 
 
 def write_json_in_place(obj, path: Path) -> None:
@@ -499,6 +815,9 @@ def write_json_in_place(obj, path: Path) -> None:
 
 def write_text_in_place(text: str, path: Path) -> None:
     """One UTF-8 text file written in place (a staging path, or a file inside a staging folder)."""
+    if is_url(path):
+        write_bytes_in_place(text.encode("utf-8"), path)
+        return
     path = Path(path)
     try:
         path.write_text(text, encoding="utf-8")

@@ -204,9 +204,8 @@ class _Copies:
             # dictionary, and unifying 250 of them cost two thirds of oversampling at 100 M words
             part = part.cast(COPY_SCHEMA)
             bounds = np.r_[0, np.cumsum(sent)]
-            path = Path(self.folder) / f"{shard.index:05d}.bin"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as sink:
+            io.make_folder(self.folder)
+            with io.open_output(io.join(self.folder, f"{shard.index:05d}.bin")) as sink:
                 for n, (a, b) in enumerate(itertools.pairwise(bounds)):
                     message = part.slice(a, b - a).combine_chunks().to_batches()[0].serialize()
                     sink.write(message)
@@ -230,8 +229,7 @@ class _Write:
         if self.folder is None:
             return None
         # the index of who sent what, mapped, not sent with every task (it grows with the shards)
-        with pa.memory_map(str(Path(self.folder) / "senders.arrow")) as index_file:
-            index = pa.ipc.open_file(index_file).read_all()
+        index = io.open_arrow_file(io.join(self.folder, "senders.arrow")).read_all()
         targets = index["target"].to_numpy()
         first, last = np.searchsorted(targets, [shard.index, shard.index + 1])
         if first == last:
@@ -239,8 +237,7 @@ class _Write:
         batches = []
         rows = index.slice(first, last - first)
         for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-            with open(Path(self.folder) / f"{source:05d}.bin", "rb") as source_file:
-                message = os.pread(source_file.fileno(), length, offset)
+            message = io.read_range(io.join(self.folder, f"{source:05d}.bin"), offset, offset + length)
             batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
         return pa.Table.from_batches(batches, COPY_SCHEMA).combine_chunks()
 
@@ -277,7 +274,7 @@ class _Write:
             counts.stats["augmented_rows"] += part.num_rows
             counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
             name = f"part-{copy * self.n_shards + shard.index:05d}.parquet"
-            io.write_parquet(part, Path(self.augmented_folder) / name)
+            io.write_parquet(part, io.join(self.augmented_folder, name))
         return StepResult(table, counts)
 
 
@@ -301,9 +298,8 @@ def _write_senders(sent: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_shar
             "rows": rows[order],
         }
     )
-    folder.mkdir(parents=True, exist_ok=True)
-    with pa.OSFile(str(folder / "senders.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+    io.make_folder(folder)
+    io.write_arrow_in_place(table, io.join(folder, "senders.arrow"))
     return np.bincount(targets, weights=rows, minlength=n_shards).astype(np.int64)
 
 
@@ -414,7 +410,7 @@ def oversample_dataset(
                     docs_before.append(dict(running))
                     running.update(t["docs"])
                 starts = {lang: np.array([b.get(lang, 0) for b in docs_before]) for lang in running}
-                copies_folder = scratch / "copies"
+                copies_folder = io.join(scratch, "copies")
                 step = _Copies(seed, k, m, offset, q_before, docs_before, dict(running), starts, copies_folder)
                 sent = [r.payload for r in each_step(runner, step, shards, label="oversample: copies")]
                 incoming = _write_senders(sent, len(shards), copies_folder)
@@ -435,7 +431,7 @@ def oversample_dataset(
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)
         io.write_manifest(
-            Path(augmented_folder),
+            augmented_folder,
             {
                 "kind": "segments",
                 "parts": len(shards) * (augment["copies"] if augment else 1),
@@ -460,5 +456,5 @@ def oversample_dataset(
                 "train_words": int(stats["train_words"]),
                 "augmented_words_per_copy": round(stats["augmented_words"] / augment["copies"], 1),
             }
-        io.write_json_in_place(out_report, Path(report_path))
+        io.write_json_in_place(out_report, report_path)
     return out_report

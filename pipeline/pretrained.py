@@ -3,6 +3,7 @@ load tokenizers; only training needs torch)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 #: how a tokenizer was loaded (offline or not, from which cache), not what it is: transformers
@@ -33,6 +34,13 @@ def load_tokenizer(name: str):
 
 def save_tokenizer(tokenizer, folder) -> None:
     """``tokenizer.save_pretrained`` without the loading options, so the files depend only on the tokenizer."""
+    from . import io
+
     for key in _LOADING_KWARGS:
         tokenizer.init_kwargs.pop(key, None)
-    tokenizer.save_pretrained(str(folder))
+    if not io.is_url(folder):
+        tokenizer.save_pretrained(str(folder))
+        return
+    with tempfile.TemporaryDirectory(prefix="punct-tokenizer-") as local:  # the library writes local folders only
+        tokenizer.save_pretrained(local)
+        io.upload_folder(Path(local), folder)

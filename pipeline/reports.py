@@ -67,7 +67,7 @@ def write_outputs(result: dict, histograms: dict, out: Path, inputs=()) -> None:
     }
     with io.Outputs(inputs=inputs) as outputs:
         for name, text in texts.items():
-            path = outputs.file(Path(out) / name)
+            path = outputs.file(io.join(out, name))
             if text is None:
                 io.write_json_in_place(result, path)
             else:

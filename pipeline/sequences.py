@@ -403,12 +403,14 @@ class SequencesStep:
     def __call__(self, shard):
         from transformers import AutoTokenizer
 
+        from . import io
         from .dataset import read_segments
         from .step import Counts, StepResult
 
         tokenizer = self._loaded.get(self.tokenizer_dir)
         if tokenizer is None:
-            tokenizer = self._loaded[self.tokenizer_dir] = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+            with io.local_folder(self.tokenizer_dir) as local:  # a URL's files copied while it loads
+                tokenizer = self._loaded[self.tokenizer_dir] = AutoTokenizer.from_pretrained(str(local))
         table, counts = build_sequences(read_segments(shard, dictionary=True), tokenizer, **self.options)
         return StepResult(table, Counts(stats=counts))
 
@@ -416,8 +418,6 @@ class SequencesStep:
 def sequences_dataset(source, params, out, tokenizer_out, report, name: str, earlier_reports=(), engine=None) -> dict:
     """``source`` (segments) -> ``out`` (sequences, a folder of parts), ``tokenizer_out`` and ``report``
     (the earlier stages' reports, the sequence counts, and the split distribution)."""
-    from pathlib import Path
-
     from . import io
     from .audit import AuditView, audit_dataset_views
     from .dataset import counts_of, finish, one_value, row_shards, run_step
@@ -426,7 +426,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from .pretrained import load_tokenizer, save_tokenizer
 
     engine = engine or EngineParams()
-    earlier = [Path(p) for p in earlier_reports]
+    earlier = list(earlier_reports)
     with io.Outputs(inputs=[source, *earlier]) as outputs:
         folder = outputs.dataset(out)
         tokenizer_folder = outputs.dataset(tokenizer_out)
@@ -449,7 +449,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             views = [AuditView([name], expected_splits=("train", "dev", "test"))]
             if not one_value(source, "corpus"):
                 views.append(AuditView())
-            audits = audit_dataset_views(runner, [source], scratch / "audit", engine.shard_rows, views)
+            audits = audit_dataset_views(runner, [source], io.join(scratch, "audit"), engine.shard_rows, views)
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)
@@ -461,5 +461,5 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         out_report["distribution"] = distribution
         if len(per_corpus) > 1:
             out_report["per_corpus"] = per_corpus
-        io.write_json_in_place(out_report, Path(report_path))
+        io.write_json_in_place(out_report, report_path)
     return out_report

@@ -146,11 +146,9 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
             table = table.filter(pa.array(keep))
             row_doc = (np.cumsum(keep_doc) - 1)[row_doc[keep]]
             n_docs = int(keep_doc.sum())
-    saved = Path(keys_folder) / f"{shard.index:05d}.arrow" if keys_folder else None
-    if saved is not None and saved.exists():
-        import pyarrow.feather as feather
-
-        known = feather.read_table(saved)
+    saved = io.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
+    if saved is not None and io.exists(saved):
+        known = io.open_arrow_file(saved).read_all()
         keys = list(zip(known["hash"].to_pylist(), known["doc"].to_pylist(), known["corpus"].to_pylist()))
         strata = known["stratum"].to_pylist() if "stratum" in known.column_names else None
         return _Docs(table, keys, row_doc, strata)
@@ -166,8 +164,6 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
 
 def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
     """A shard's document keys (and strata), for the later passes of the same split."""
-    import pyarrow.feather as feather
-
     columns = {
         "hash": pa.array([k[0] for k in docs.keys], pa.float64()),
         "doc": pa.array([k[1] for k in docs.keys], pa.string()),
@@ -175,7 +171,7 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
         **({"stratum": pa.array(docs.strata, pa.string())} if docs.strata is not None else {}),
         **(extra or {}),
     }
-    feather.write_feather(pa.table(columns), Path(folder) / f"{shard.index:05d}.arrow", compression="uncompressed")
+    io.write_arrow_in_place(pa.table(columns), io.join(folder, f"{shard.index:05d}.arrow"))
 
 
 _END_CODES = sorted(SENTENCE_END_IDS)
@@ -310,12 +306,10 @@ class _BucketKeys:
         self.folder, self.wanted = str(folder), wanted
 
     def __call__(self, shard) -> StepResult:
-        import pyarrow.feather as feather
-
         found: dict[tuple[str, int], list] = {}
-        path = Path(self.folder) / f"{shard.index:05d}.arrow"
-        if path.exists():
-            keys = feather.read_table(path)
+        path = io.join(self.folder, f"{shard.index:05d}.arrow")
+        if io.exists(path):
+            keys = io.open_arrow_file(path).read_all()
             buckets = keys["bucket"].to_numpy()
             wanted_buckets = {b for _, b in self.wanted}
             rows = np.flatnonzero(np.isin(buckets, list(wanted_buckets)))
@@ -438,7 +432,7 @@ class _HashSegments:
 class _WriteSplit:
     """The written pass: rows with their split, train duplicates dropped (by hash)."""
 
-    def __init__(self, inputs, params, rule, folder, drop: Path | None, keys_folder):
+    def __init__(self, inputs, params, rule, folder, drop, keys_folder):
         # drop: a .npy of the sorted hashes to drop, mapped in each task rather than sent with it
         self.inputs, self.params, self.rule = inputs, params, rule
         self.drop = str(drop) if drop else None
@@ -452,7 +446,7 @@ class _WriteSplit:
         written = 0
         if self.folder is not None:  # the duplicates are found in this same pass
             written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
-        drop = np.load(self.drop, mmap_mode="r") if self.drop is not None else ()
+        drop = io.read_array(self.drop, np.uint64) if self.drop is not None else ()
         if len(drop) and table.num_rows:
             hashes = hashsets.list_hashes(table["words"])
             position = np.minimum(np.searchsorted(drop, hashes), len(drop) - 1)
@@ -476,8 +470,8 @@ def split_dataset(
         folder = outputs.dataset(out)
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
-        exchange, keys_folder = scratch / "hashes", scratch / "keys"
-        keys_folder.mkdir()
+        exchange, keys_folder = io.join(scratch, "hashes"), io.join(scratch, "keys")
+        io.make_folder(keys_folder)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             rule = None
             if params.counts is not None:
@@ -511,8 +505,8 @@ def split_dataset(
                     collect={"seg": SPLIT_NAMES.index("train")},
                     label="split: duplicates",
                 )
-                drop = scratch / "train_duplicates.npy"
-                np.save(drop, collected.get("seg", np.zeros(0, np.uint64)))
+                drop = io.join(scratch, "train_duplicates.bin")
+                io.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
                 write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
                 results = run_step(runner, write, shards, folder, "split")
             else:
@@ -533,7 +527,7 @@ def split_dataset(
         out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
         if params.drop_train_duplicates:
             out_report.setdefault("train_duplicates_dropped", 0)
-        io.write_json_in_place(out_report, Path(report_path))
+        io.write_json_in_place(out_report, report_path)
     return out_report
 
 

@@ -105,7 +105,7 @@ class LineShard:
 def _blocks(path: Path) -> Iterator[tuple[np.ndarray, int]]:
     """(bytes, offset of its first byte in the file) blocks, each ending on a line end."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below)
+        handle = io.open_input(path)
     except OSError as exc:
         raise io.InputError(f"{path}: cannot read ({exc.strerror})") from None
     with handle:
@@ -138,7 +138,7 @@ def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line") -> list
     if doc_boundary not in ("line", "blank_line", "file"):
         raise ValueError(f"unknown doc_boundary {doc_boundary!r}")
     shards: list[LineShard] = []
-    for path in map(Path, paths):
+    for path in (p if io.is_url(p) else Path(p) for p in paths):
         first_index = len(shards)
         line, blank_count, run = 0, 0, 0
         pending = None  # (start_byte, first_line, blank_before, nonblank_before, nonblank_run) of the open shard
@@ -180,7 +180,7 @@ def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line") -> list
                     )
                     pending = None
         if pending is not None:
-            shards.append(LineShard(str(path), len(shards), pending[0], path.stat().st_size, *pending[1:]))
+            shards.append(LineShard(str(path), len(shards), pending[0], io.file_size(path), *pending[1:]))
         for i in range(first_index, len(shards)):
             s = shards[i]
             shards[i] = LineShard(

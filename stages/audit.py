@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 
 from pipeline import io
 from pipeline import params as P
@@ -32,24 +31,24 @@ def _main(argv=None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args)
     params = P.load(args.params, [])
-    data = Path(args.data_dir)
+    data = args.data_dir
     names = params.segment_names()
-    paths = [data / "segments" / f"{name}.parquet" for name in names]
+    paths = [io.join(data, "segments", f"{name}.parquet") for name in names]
     engine = params.engine_for()
     with io.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers, engine.scheduler) as runner:
         result, histograms = audit_datasets(
             runner,
             paths,
-            outputs.scratch(Path(args.out) / "audit.json"),
+            outputs.scratch(io.join(args.out, "audit.json")),
             engine.shard_rows,
             drift_threshold=args.drift_threshold,
         )
     for name in names:  # a corpus with no rows is reported, not left out
         result.setdefault(name, empty_summary())
-    alignments = {name: data / "alignment" / f"{name}.json" for name in params.alignments}
-    datasets = {name: data / "datasets" / name / "report.json" for name in params.datasets}
+    alignments = {name: io.join(data, "alignment", f"{name}.json") for name in params.alignments}
+    datasets = {name: io.join(data, "datasets", name, "report.json") for name in params.datasets}
     result = with_reports(result, alignments, datasets)
-    write_outputs(result, histograms, Path(args.out), inputs=paths)
+    write_outputs(result, histograms, args.out, inputs=paths)
     log.info("audit: %d dataset(s) -> %s/audit.json, audit.html, table1.md", len(result), args.out)
     return 0
 

@@ -23,6 +23,7 @@ def _main(argv=None) -> int:
     add_logging_options(parser)
     args = parser.parse_args(argv)
     setup_logging(args)
+    io.require_local(args.out, "export")
     params = P.load(args.params, [("datasets", args.name)])
     if args.name not in params.datasets:
         raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")

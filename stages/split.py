@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 
+from pipeline import io
 from pipeline.splits import SplitInput, split_dataset
 from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
 
@@ -24,10 +24,9 @@ def _main(argv=None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args)
     params, entry = dataset_entry(args)
-    segments = Path(args.segments_dir)
     fixed = {**dict.fromkeys(entry.split.test_corpora, "test"), **entry.split.fixed}
-    inputs = [SplitInput(c, str(segments / f"{c}.parquet")) for c in entry.corpora]
-    inputs += [SplitInput(c, str(segments / f"{c}.parquet"), split) for c, split in fixed.items()]
+    inputs = [SplitInput(c, str(io.join(args.segments_dir, f"{c}.parquet"))) for c in entry.corpora]
+    inputs += [SplitInput(c, str(io.join(args.segments_dir, f"{c}.parquet")), split) for c, split in fixed.items()]
     report = split_dataset(inputs, entry.split, args.out, args.report, params.engine_for(entry.engine))
     log.info("split %s: %s", args.name, ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, int)))
     return 0

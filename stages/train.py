@@ -156,8 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv=None) -> int:
+    from pipeline import io
+
     args = build_parser().parse_args(argv)
     setup_logging(args)
+    for value in (args.dataset, args.confusables, args.model_dir, args.metrics, args.plots_dir, args.checkpoint_dir):
+        if value:
+            io.require_local(value, "training")
     train_and_score(args)
     return 0
 

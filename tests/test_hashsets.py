@@ -36,8 +36,17 @@ def _expected(shards):
 
 @pytest.mark.parametrize("range_target", [7, 500, hashsets.RANGE_TARGET])
 @pytest.mark.parametrize("engine", ["inline", "local"])
-def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, engine):
+@pytest.mark.parametrize("where", ["folder", "url"])
+def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, engine, where):
+    """On a URL, a range reads the slice its shard's fence brackets (a fence every 5 records here)."""
     monkeypatch.setattr(hashsets, "RANGE_TARGET", range_target)
+    folder = tmp_path
+    if where == "url":
+        from support.objstore import register
+
+        register(str(tmp_path))
+        monkeypatch.setattr(hashsets, "FENCE", 5)
+        folder = "objstore://exchange"
     shards = _shards(1, 5)
     written = 0
     for index, shard in enumerate(shards):
@@ -45,12 +54,14 @@ def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, 
         if index == 3:
             del groups[("word", "dev")]  # a group absent from a shard is empty there
             shard["dev"] = []
-        written += hashsets.write_groups(tmp_path, index, groups)
+        written += hashsets.write_groups(folder, index, groups)
     family = {"word": [("word", "train"), ("word", "dev"), ("word", "test")]}
     assert len(hashsets.ranges(written)) == -(-written // range_target)
     with executor(engine, 2) as runner:
-        overlaps, collected = hashsets.reduce(runner, tmp_path, list(range(5)), family, written, collect={"word": 0})
+        overlaps, collected = hashsets.reduce(runner, folder, list(range(5)), family, written, collect={"word": 0})
     masks, occurrences, members = _expected(shards)
+    if where == "url":
+        assert (tmp_path / "exchange" / "00004.fence").is_file()
     assert overlaps["word"].masks == masks
     assert overlaps["word"].occurrences == occurrences
     # train words also in dev or test, as sorted hashes
