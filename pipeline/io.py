@@ -158,9 +158,10 @@ def open_output(path) -> Iterator:
 
 def write_bytes_in_place(data, path) -> None:
     """A buffer (bytes, a numpy array) as the file ``path``, in place."""
+    view = memoryview(data)
     try:
         with open_output(path) as sink:
-            sink.write(memoryview(data).cast("B") if len(memoryview(data)) else b"")
+            sink.write(view.cast("B") if view.nbytes else b"")
     except OSError as exc:
         raise write_failed(exc, path) from None
 
@@ -169,7 +170,7 @@ def read_array(path, dtype) -> np.ndarray:
     """A headerless array file: mapped when local, read when a URL."""
     if is_url(path):
         return np.frombuffer(read_bytes(path), dtype)
-    return np.memmap(path, dtype, mode="r") if os.path.getsize(path) else np.zeros(0, dtype)
+    return np.memmap(path, dtype, mode="r") if file_size(path) else np.zeros(0, dtype)
 
 
 def open_arrow_file(path) -> pa.RecordBatchFileReader:
@@ -208,8 +209,7 @@ def upload_folder(local: Path, path) -> None:
     folders."""
     for file in sorted(p for p in Path(local).rglob("*") if p.is_file()):
         target = join(path, *file.relative_to(local).parts)
-        if not is_url(path):
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        make_folder(parent_of(target))
         write_bytes_in_place(file.read_bytes(), target)
 
 
@@ -351,8 +351,9 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
     return [path]
 
 
-def _url_files(url: str, pattern: str, skipped: dict | None, what: str = "input files") -> list[str]:
-    """:func:`input_files` for a URL: the file, or the folder's files matching ``pattern``."""
+def _url_files(url: str, pattern: str, skipped: dict | None, empty: str | None = None) -> list[str]:
+    """:func:`input_files` for a URL: the file, or the folder's files matching ``pattern`` (``empty``:
+    the message when there are none)."""
     fs, inner = url_fs(url)
     if not fs.exists(inner):
         raise InputError(f"{url}: input does not exist")
@@ -372,19 +373,15 @@ def _url_files(url: str, pattern: str, skipped: dict | None, what: str = "input 
             continue
         files.append(join(url, name[len(inner.rstrip("/")) + 1 :]))
     if not files:
-        raise InputError(f"{url}: directory has no {what} matching {pattern!r}")
+        raise InputError(empty or f"{url}: directory has no input files matching {pattern!r}")
     return files
 
 
 def parquet_files(path: str | os.PathLike) -> list:
     """A Parquet file, or the part-*.parquet files of a dataset folder in name order."""
     if is_url(path):
-        if not is_dir(path):
-            return _url_files(path, "*", None)
-        try:
-            return _url_files(path, "part-*.parquet", None, "part-*.parquet files")
-        except InputError:
-            raise InputError(f"{path}: folder holds no part-*.parquet files (not a dataset of this tool)") from None
+        empty = f"{path}: folder holds no part-*.parquet files (not a dataset of this tool)"
+        return _url_files(path, "part-*.parquet", None, empty)
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.glob("part-*.parquet") if p.is_file())
@@ -583,6 +580,12 @@ _STAGING = ".staging-"
 _OLD = ".old-"
 
 
+def _staging_prefix(final) -> str:
+    """The name this run's staging and scratch beside ``final`` begin with (a killed run's are removed by
+    the next: :func:`_remove_stale`)."""
+    return f".{name_of(final)}{_STAGING}{os.getpid()}-"
+
+
 def _remove_stale(final: Path) -> None:
     """Staging and set-aside copies left beside ``final`` by a run that was killed (the lock is held)."""
     if is_url(final):
@@ -638,7 +641,7 @@ class Outputs:
         self._make_parent(final)
         if is_url(final):
             _remove_stale(final)  # no lock on an object store: a second run at once is not refused
-            staging = join(parent_of(final), f".{name_of(final)}{_STAGING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            staging = join(parent_of(final), _staging_prefix(final) + uuid.uuid4().hex[:8])
             try:
                 if dataset:
                     make_folder(staging)
@@ -652,7 +655,7 @@ class Outputs:
         lock.acquire()
         self.locks.append(lock)
         _remove_stale(final)
-        prefix = f".{final.name}{_STAGING}{os.getpid()}-"
+        prefix = _staging_prefix(final)
         try:
             if dataset:
                 staging = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
@@ -680,13 +683,13 @@ class Outputs:
         check_not_input([final], self.inputs)
         self._make_parent(final)
         if is_url(final):
-            folder = join(parent_of(final), f".{name_of(final)}{_STAGING}{os.getpid()}-scratch-{uuid.uuid4().hex[:8]}")
+            folder = join(parent_of(final), f"{_staging_prefix(final)}scratch-{uuid.uuid4().hex[:8]}")
             make_folder(folder)
             self.scratches.append(folder)
             self.scratch_for.append(final)
             return folder
         try:
-            folder = Path(tempfile.mkdtemp(prefix=f".{final.name}{_STAGING}{os.getpid()}-scratch-", dir=final.parent))
+            folder = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(final)}scratch-", dir=final.parent))
         except OSError as exc:
             raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
         self.scratches.append(folder)
