@@ -81,12 +81,15 @@ class Executor:
         """The results one by one in item order, with progress under ``label``: a driver that folds
         them as they come holds one, not one per shard."""
         items = list(items)
-        started = time.perf_counter()
+        began = shown = time.perf_counter()
         for done, result in enumerate(self.imap(fn, items), 1):
             yield result
-            if label and (done == len(items) or time.perf_counter() - started > 2.0):
+            now = time.perf_counter()
+            if label and done == len(items):
+                log.info("%s: %d/%d shards in %.1f s", label, done, len(items), now - began)
+            elif label and now - shown > 2.0:
                 log.info("%s: %d/%d shards", label, done, len(items))
-                started = time.perf_counter()
+                shown = now
 
     def map(self, fn: Callable[[T], R], items: Iterable[T], label: str | None = None) -> list[R]:
         return list(self.each(fn, items, label))

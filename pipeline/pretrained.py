@@ -1,5 +1,6 @@
-"""Pretrained models and tokenizers by name or folder, without importing torch (the dataset stages
-load tokenizers; only training needs torch)."""
+"""Pretrained models and tokenizers by name or folder.  This module imports neither transformers
+nor torch until it is called (transformers imports torch as soon as a tokenizer class loads, so
+the sequences stage's workers pack with the tokenizer's backend alone)."""
 
 from __future__ import annotations
 

@@ -345,6 +345,56 @@ def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
     assert max(len(e) for e in expected) < 8
 
 
+def test_piece_cache_cleared_when_full_gives_the_same_pieces():
+    """A cache over its limit starts again; the ids of every word stay the tokenizer's own."""
+    from pipeline.sequences import PieceCache
+
+    words = ["the", "cat", "sat", "on", "the", "mat", "while", "a", "dog", "barked", "at", "the", "cats"]
+    tokenizer = train_tokenizer(iter(words), vocab_size=60)
+    cache = PieceCache(tokenizer, limit=4)
+    expected = [e.ids or [tokenizer.unk_token_id] for e in tokenizer.backend_tokenizer.encode_batch(words)]
+    for batch in (words[:3], words[3:9], words[:5], words[9:]):
+        distinct = list(dict.fromkeys(batch))
+        start, length = cache.lookup(distinct)
+        assert len(cache.slot) <= max(4, len(distinct))
+        got = [cache.flat[s : s + n].tolist() for s, n in zip(start.tolist(), length.tolist())]
+        assert got == [expected[words.index(w)] for w in distinct]
+
+
+@pytest.mark.parametrize("tokenizer_name", ["train", "packaged:minilm"])
+def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sample, tmp_path, tokenizer_name):
+    """The workers of the sequences stage pack with the tokenizer's backend alone, loaded from its
+    JSON (the packaged MiniLM's pads to 128: turned off), and never import transformers or torch."""
+    import pickle
+    import subprocess
+    import sys
+
+    from pipeline.dataset import row_shards
+    from pipeline.pretrained import load_tokenizer, save_tokenizer
+    from pipeline.sequences import SequencesStep, packing_files
+
+    if tokenizer_name == "train":
+        tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
+    else:
+        tokenizer = load_tokenizer(tokenizer_name)
+    save_tokenizer(tokenizer, tmp_path / "tok")
+    backend = packing_files(load_tokenizer(str(tmp_path / "tok")), tmp_path)
+    shard = row_shards(write_dataset(dev_sample, tmp_path / "segments", parts=1), 10**6)[0]
+    light = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend)(shard).table
+    full = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False)(shard).table
+    assert light.equals(full) and light.num_rows > 10
+    (tmp_path / "step.pickle").write_bytes(
+        pickle.dumps((SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend), shard))
+    )
+    probe = (
+        "import pickle, sys; from pipeline.sequences import SequencesStep; "
+        f"step, shard = pickle.loads(open({str(tmp_path / 'step.pickle')!r}, 'rb').read()); "
+        "print(step(shard).table.num_rows, 'transformers' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(light.num_rows), "False", "False"]
+
+
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_tokenizer_trained_on_word_counts_is_the_one_trained_on_the_text(shared, lowercase):
     """The sequences stage counts words in the workers and feeds the trainer each distinct word
