@@ -38,6 +38,8 @@ from .labels import CASE_LABELS, LABELS
 from .schema import flat_codes, flat_dictionary
 
 IGNORE = -100
+#: train-word counts gathered from the shards before they are summed (see :func:`count_train_words`)
+COUNTS_BATCH_ROWS = 250_000
 log = logging.getLogger(__name__)
 
 SEQUENCE_SCHEMA = pa.schema(
@@ -406,12 +408,13 @@ class TrainWordCounts:
         return StepResult(None, payload=(values.take(pa.array(present)), counts[present]))
 
 
-def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 256):
+def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 16):
     """Batches of lines for the tokenizer trainer, each word repeated as often as it occurs (in
     lines of at most ``per_line`` words): the trainer counts exactly these occurrences, and its
     merges depend on the counts only, so the tokenizer is the one trained on the running text
     (tested).  Its normalizers act within a word (a space composes with nothing), so words
-    joined by spaces normalize as they do in their segments."""
+    joined by spaces normalize as they do in their segments.  Small batches: the trainer's threads
+    keep what their batches allocated (256 lines a batch: 34 MB more at 100 M words)."""
     batch: list[str] = []
     for word in sorted(counts):
         n = counts[word]
@@ -452,7 +455,7 @@ def count_train_words(runner, shards) -> dict[str, int]:
         words, counts = result.payload
         pending.append(pa.table({"word": words.cast(pa.string()), "n": pa.array(counts, pa.int64())}))
         pending_rows += len(counts)
-        if pending_rows >= max(1_000_000, total.num_rows if total is not None else 0):
+        if pending_rows >= max(COUNTS_BATCH_ROWS, total.num_rows if total is not None else 0):
             total, pending, pending_rows = _summed_counts([total, *pending]), [], 0
     total = _summed_counts([total, *pending])
     return dict(zip(total["word"].to_pylist(), total["n"].to_pylist()))
@@ -481,17 +484,19 @@ class PackingTokenizer(NamedTuple):
 SPECIAL_IDS = ("cls_token_id", "sep_token_id", "mask_token_id", "unk_token_id")
 
 
-def packing_files(tokenizer, folder) -> tuple[str, dict] | None:
-    """The backend of ``tokenizer`` saved in ``folder`` for :class:`SequencesStep`, and its special
-    ids; None for a tokenizer without a fast backend (its workers load it through transformers)."""
+def packing_files(tokenizer, saved, folder) -> tuple[str, dict] | None:
+    """The backend of ``tokenizer`` as loaded back from ``saved`` (its folder: what training loads),
+    written in ``folder`` for :class:`SequencesStep`, and its special ids; None for a tokenizer
+    without a fast backend (its workers load it through transformers)."""
     from . import io
 
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
+    if getattr(tokenizer, "backend_tokenizer", None) is None:
         return None
+    with io.local_folder(saved) as local:  # by its own class, as AutoTokenizer would: which imports torch
+        loaded = type(tokenizer).from_pretrained(str(local))
     path = io.join(folder, "backend.json")
-    io.write_text_in_place(backend.to_str(), path)
-    return path, {key: getattr(tokenizer, key) for key in SPECIAL_IDS}
+    io.write_text_in_place(loaded.backend_tokenizer.to_str(), path)
+    return path, {key: getattr(loaded, key) for key in SPECIAL_IDS}
 
 
 class SequencesStep:
@@ -564,9 +569,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
                 tokenizer = load_tokenizer(params.tokenizer)
             save_tokenizer(tokenizer, tokenizer_folder)
             io.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
-            # the workers pack with the backend of the saved tokenizer as loaded back (what training loads)
-            with io.local_folder(tokenizer_folder) as local:
-                backend = packing_files(load_tokenizer(str(local)), scratch)
+            backend = packing_files(tokenizer, tokenizer_folder, scratch)
             step = SequencesStep(
                 tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend
             )

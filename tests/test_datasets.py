@@ -378,7 +378,7 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
     else:
         tokenizer = load_tokenizer(tokenizer_name)
     save_tokenizer(tokenizer, tmp_path / "tok")
-    backend = packing_files(load_tokenizer(str(tmp_path / "tok")), tmp_path)
+    backend = packing_files(tokenizer, tmp_path / "tok", tmp_path)
     shard = row_shards(write_dataset(dev_sample, tmp_path / "segments", parts=1), 10**6)[0]
     light = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend)(shard).table
     full = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False)(shard).table
@@ -393,6 +393,25 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(light.num_rows), "False", "False"]
+
+
+def test_sequences_driver_trains_and_saves_a_tokenizer_without_torch(tmp_path):
+    """Training, saving and loading back a trained tokenizer import no torch (AutoTokenizer would:
+    about 190 MB, which made the driver the stage's largest process)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from pipeline.sequences import train_tokenizer, packing_files; "
+        "from pipeline.pretrained import save_tokenizer; "
+        "tok = train_tokenizer(iter('the cat sat on the mat'.split()), vocab_size=40); "
+        f"save_tokenizer(tok, {str(tmp_path / 'tok')!r}); "
+        f"path, ids = packing_files(tok, {str(tmp_path / 'tok')!r}, {str(tmp_path)!r}); "
+        "print(ids['unk_token_id'] is not None, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]
+    assert (tmp_path / "backend.json").is_file()
 
 
 @pytest.mark.parametrize("lowercase", [False, True])
