@@ -38,7 +38,7 @@ from .executor import executor
 from .labels import LABELS
 from .params import EngineParams, OversampleParams
 from .schema import SCHEMA_NAME, concat, flat_codes, with_column
-from .splits import document_index
+from .splits import document_index, per_row_sum
 from .step import Counts, StepResult
 
 log = logging.getLogger(__name__)
@@ -248,11 +248,13 @@ class _Write:
         if incoming is not None and incoming.num_rows:
             table = _insert(table, incoming)
             counts.stats["inserted"] += incoming.num_rows
-        train = table.filter(pa.array(_train(table)))
-        counts.stats["train_words"] += int(pc.sum(pc.list_value_length(train["words"])).as_py() or 0)
-        counts.stats["train_questions"] += int(
-            pc.sum(pc.equal(pc.list_flatten(train["labels"]), "QUESTION")).as_py() or 0
-        )
+        # counted over the whole table, train rows masked: filtering them out copied four string columns
+        in_train = _train(table)
+        words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
+        questions = per_row_sum(table["labels"], flat_codes(table["labels"], LABELS)[0] == LABELS.index("QUESTION"))
+        counts.stats["train_words"] += int(words[in_train].sum())
+        counts.stats["train_questions"] += int(questions[in_train].sum())
+        train = table.filter(pa.array(in_train)) if self.augment is not None else None
         # copy c of shard i is part c * shards + i: read in order, the parts give copy 0 of all of
         # train, then copy 1..., whatever the sharding
         for copy in range(self.augment["copies"] if self.augment is not None else 1):
