@@ -31,6 +31,12 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
     assert size["words"] > 10_000
     for stage in STAGES:
         assert size["stages"][stage]["words_per_s"] > 0 and size["stages"][stage]["peak_rss_mb"] > 50
+    passes = size["stages"]["sequences"]["passes"]  # the stage's passes, timed from its log
+    assert {"sequences: tokenizer words", "sequences indic_scale", "sequences indic_scale: tokenizer training"} <= set(
+        passes
+    ), passes
+    assert sum(passes.values()) <= size["stages"]["sequences"]["seconds"]
+    assert "tokenize + pack pass alone" in proc.stdout
     for kind in ("read", "copy"):  # the same run's Parquet I/O floor
         assert size["io_floor"][kind]["seconds"] > 0
         assert re.search(rf"^\s+floor {kind}\s+[\d.]+\s+[\d,]+$", proc.stdout, re.M), proc.stdout
