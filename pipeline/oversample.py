@@ -202,12 +202,12 @@ class _Copies:
             # an Arrow file cost 140 us a sender, read 250 senders a receiver at 100 M words).  Lists
             # decoded: a few rows taken out of a shard keep the shard's whole vocabulary as their
             # dictionary, and unifying 250 of them cost two thirds of oversampling at 100 M words
-            part = part.cast(COPY_SCHEMA)
+            batch = part.cast(COPY_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per receiver
             bounds = np.r_[0, np.cumsum(sent)]
             io.make_folder(self.folder)
             with io.open_output(io.join(self.folder, f"{shard.index:05d}.bin")) as sink:
                 for n, (a, b) in enumerate(itertools.pairwise(bounds)):
-                    message = part.slice(a, b - a).combine_chunks().to_batches()[0].serialize()
+                    message = batch.slice(a, b - a).serialize()
                     sink.write(message)
                     lengths[n] = message.size
         return StepResult(None, payload=(targets.astype(np.int32), sent.astype(np.int32), lengths))
