@@ -170,6 +170,27 @@ def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
     assert report["sequences"] == dict(counts) and counts["chunks"] > 300
 
 
+def test_sequences_failing_in_the_driver_stops_the_audit_and_leaves_nothing(talks, tmp_path):
+    """The report's audit runs on the workers while the driver gets its tokenizer: a tokenizer that
+    cannot be loaded ends the run with its own error, the audit's shards cancelled, nothing left."""
+    _folder, ref, _hyp = talks
+    table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
+    write_dataset(table, tmp_path / "segments.parquet", by_doc=True)
+    params = SequencesParams(tokenizer=str(tmp_path / "no-tokenizer-here"), max_len=128)
+    for engine, workers in (("local", 2), ("local", 1)):
+        with pytest.raises(ValueError, match="cannot be loaded"):
+            sequences_dataset(
+                tmp_path / "segments.parquet",
+                params,
+                tmp_path / "out",
+                tmp_path / "tok",
+                tmp_path / "report.json",
+                "talks",
+                engine=EngineParams(engine=engine, workers=workers, shard_rows=50),
+            )
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["segments.parquet"]
+
+
 def read_segments_plain(path):
     import pyarrow.parquet as pq
 
