@@ -28,7 +28,6 @@ import itertools
 import logging
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -555,19 +554,9 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         shards = row_shards(source, engine.shard_rows)
-        # the runner closes first on the way out: a failure here cancels the audit's remaining shards
-        with ThreadPoolExecutor(1) as aside, executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            # the dataset pooled and, for several corpora (reported only then), per corpus: one pass,
-            # which needs no tokenizer, so its shards run on the workers while the driver trains one
-            views = [AuditView([name], expected_splits=("train", "dev", "test"))]
-            if not one_value(source, "corpus"):
-                views.append(AuditView())
+        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             if params.tokenizer == "train":
                 counts = normalized_counts(count_train_words(runner, shards), params.lowercase)
-            audit_job = aside.submit(
-                audit_dataset_views, runner, [source], io.join(scratch, "audit"), engine.shard_rows, views
-            )
-            if params.tokenizer == "train":
                 started = time.perf_counter()
                 words = repeated_words(counts)
                 tokenizer = train_tokenizer(words, params.vocab_size, params.lowercase, normalized=True)
@@ -585,7 +574,11 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
                 tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend
             )
             results = run_step(runner, step, shards, folder, label=f"sequences {name}")
-            audits = audit_job.result()
+            # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
+            views = [AuditView([name], expected_splits=("train", "dev", "test"))]
+            if not one_value(source, "corpus"):
+                views.append(AuditView())
+            audits = audit_dataset_views(runner, [source], io.join(scratch, "audit"), engine.shard_rows, views)
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)

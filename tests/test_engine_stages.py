@@ -170,9 +170,9 @@ def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
     assert report["sequences"] == dict(counts) and counts["chunks"] > 300
 
 
-def test_sequences_failing_in_the_driver_stops_the_audit_and_leaves_nothing(talks, tmp_path):
-    """The report's audit runs on the workers while the driver gets its tokenizer: a tokenizer that
-    cannot be loaded ends the run with its own error, the audit's shards cancelled, nothing left."""
+def test_sequences_failing_in_the_driver_leaves_nothing(talks, tmp_path):
+    """A tokenizer that cannot be loaded ends the run with its own error, on the pool and inline,
+    and leaves no output, staging or scratch."""
     _folder, ref, _hyp = talks
     table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
     write_dataset(table, tmp_path / "segments.parquet", by_doc=True)
