@@ -40,6 +40,7 @@ that reason.  Inserted hypothesis words keep ``O``.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -767,8 +768,11 @@ class AlignStep:
         wanted = sorted(set(mapping.values()))
         tables = []
         for file in parquet_files(self.ref_path):
-            source = open_input(file) if is_url(file) else file
-            found = pq.read_table(source, filters=[("doc_id", "in", wanted)]) if wanted else None
+            found = None
+            if wanted:
+                # a local file by its path (read natively); a URL through a file object, closed once read
+                with open_input(file) if is_url(file) else contextlib.nullcontext(file) as source:
+                    found = pq.read_table(source, filters=[("doc_id", "in", wanted)])
             if found is not None and found.num_rows:
                 tables.append(conform_segments(found, file))
         ref = pa.concat_tables(tables) if tables else None
