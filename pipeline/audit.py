@@ -140,7 +140,9 @@ class AuditShard:
 
     A view names the corpus of every row of each input (``names[i]`` for the rows of input i;
     None: the rows' own corpora); several views of one shard share its read, codes and hashes
-    (the sequences report audits a dataset pooled and per corpus).  Hash groups are keyed by view.
+    (the sequences report audits a dataset pooled and per corpus).  Hash groups are keyed by view;
+    the views in ``derived`` write none (their groups are unions of another view's, formed in the
+    reduce: see :func:`aggregate_views`).
 
     Tallies are kept per (corpus, split, lang) and, since sentence runs depend on which rows are
     taken together, also per (corpus, split) with lang "*", per (corpus, "*", lang) and per
@@ -149,8 +151,8 @@ class AuditShard:
 
     COLUMNS = ["corpus", "lang", "doc_id", "words", "labels", "case", "split"]
 
-    def __init__(self, folder, views: list[list[str | None] | None] | None = None):
-        self.folder, self.views = str(folder), views or [None]
+    def __init__(self, folder, views: list[list[str | None] | None] | None = None, derived: frozenset = frozenset()):
+        self.folder, self.views, self.derived = str(folder), views or [None], derived
 
     def __call__(self, shard) -> tuple[list[dict], int]:
         if isinstance(shard, TableShard):
@@ -171,15 +173,15 @@ class AuditShard:
                 out.append({})
                 continue
             codes = _Codes(view_table) if codes is None else codes.renamed(view_table)
-            out.append(_tallies(codes, v, groups))
+            out.append(_tallies(codes, v, None if v in self.derived else groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
 
 
-def _tallies(view: _Codes, v: int, groups: dict[tuple, tuple]) -> dict[tuple, Tally]:
-    """A view's tallies; its hash groups (keyed by the view ``v``) added to ``groups``."""
+def _tallies(view: _Codes, v: int, groups: dict[tuple, tuple] | None) -> dict[tuple, Tally]:
+    """A view's tallies; its hash groups (keyed by the view ``v``) added to ``groups`` (None: none)."""
     combos = view.combos
-    for k, (corpus, split_name, lang) in enumerate(combos):
+    for k, (corpus, split_name, lang) in enumerate(combos if groups is not None else ()):
         rows = view.row_combo == k
         groups[("word", v, corpus, split_name, lang)] = view.word_set(k)
         groups[("doc", v, corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
@@ -191,12 +193,11 @@ def _tallies(view: _Codes, v: int, groups: dict[tuple, tuple]) -> dict[tuple, Ta
         for key in ((corpus, split_name, lang), (corpus, "*", "*"), (corpus, split_name, "*"), (corpus, "*", lang)):
             keys_of.setdefault(key, []).append(k)
     tallies: dict[tuple, Tally] = {}
-    done: dict[tuple, Tally] = {}
     for key, members in keys_of.items():
         same = tuple(members)
-        if same not in done:
-            done[same] = view.tally(members)
-        tallies[key] = done[same]
+        if same not in view.tallied:
+            view.tallied[same] = view.tally(members)
+        tallies[key] = view.tallied[same]
     return tallies
 
 
@@ -219,18 +220,23 @@ class _Codes:
 
     def renamed(self, table: pa.Table) -> _Codes:
         """The codes of the same rows under other corpus names (``table``: them so named): only
-        what depends on the corpus is computed again."""
+        what depends on the corpus is computed again, and nothing but the names when the rows
+        fall into combinations alike (one corpus in the shard: its tallies are the same too)."""
         other = copy.copy(self)
-        other._combine(table)
+        other._combine(table, self)
         return other
 
-    def _combine(self, table: pa.Table) -> None:
+    def _combine(self, table: pa.Table, renaming: _Codes | None = None) -> None:
         """Per row its (corpus, split, lang) combination, and the label and case counts of each."""
         split = pc.fill_null(table["split"], NO_SPLIT)
         keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
         self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
+        if renaming is not None and np.array_equal(self.row_combo, renaming.row_combo):
+            return  # the counts and the tallies (``tallied``, by combinations) copied with the codes
+        #: tallies made, by the combinations (numbers) they cover
+        self.tallied: dict[tuple, Tally] = {}
         self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)
         self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))
@@ -388,24 +394,48 @@ def aggregate(
 
 def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditView]) -> list[tuple[dict, dict]]:
     """:func:`aggregate` for several views of the same shards, in one pass over them (one read,
-    one set of codes and hashes per shard) and one hash reduce."""
+    one set of codes and hashes per shard) and one hash reduce.
+
+    A view that names every row alike (the sequences report's pooled view) writes no hash groups
+    when another view keeps the rows' own corpora: its (split, lang) group is the union of that
+    view's (corpus, split, lang) groups, formed in the reduce (half the hashes to write and read,
+    the same counts)."""
+    base = next((v for v, view in enumerate(views) if view.names is None), None)
+    derived = frozenset(
+        v
+        for v, view in enumerate(views)
+        if base is not None and view.names and None not in view.names and len(set(view.names)) == 1
+    )
     tallies: list[dict[tuple, Tally]] = [{} for _ in views]
     written = 0
-    for parts, n in runner.each(AuditShard(folder, [v.names for v in views]), shards, label="audit"):
+    for parts, n in runner.each(AuditShard(folder, [v.names for v in views], derived), shards, label="audit"):
         written += n
         for view_tallies, part in zip(tallies, parts):
             for key, t in part.items():
                 view_tallies.setdefault(key, Tally()).add(t)
     members, families = [], {}
-    for v, view_tallies in enumerate(tallies):
+    for view_tallies in tallies:
         combos = sorted(k for k in view_tallies if "*" not in k)
         corpora = sorted({c for c, _, _ in combos})
         members.append({corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora})
+    for v in range(len(views)):
         for corpus, pairs in members[v].items():
             for kind in ("word", "doc", "seg"):
-                families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
+                if v in derived:
+                    families[(kind, v, corpus)] = [
+                        [(kind, base, c, s, l) for c, held in members[base].items() if (s, l) in held] for s, l in pairs
+                    ]
+                else:
+                    families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
+    # a range's work is its records once per family they are in: the written ones, and again for
+    # each derived view
     overlaps, _ = hashsets.reduce(
-        runner, folder, [s.index for s in shards], families, written, label="audit: distinct words and duplicates"
+        runner,
+        folder,
+        [s.index for s in shards],
+        families,
+        written * (1 + len(derived)),
+        label="audit: distinct words and duplicates",
     )
     out = []
     for v, view in enumerate(views):

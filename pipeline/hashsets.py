@@ -238,7 +238,9 @@ class Overlap:
 class ReduceRange:
     """Picklable reduce task: hash range -> {family: Overlap}, plus the hashes that satisfy ``collect``.
 
-    ``families``: family name -> list of member group keys (a key absent in a shard is empty there).
+    ``families``: family name -> list of members, each a group key or a list of group keys (the
+    member is their union: a hash is in it if it is in any of them, its occurrences summed); a
+    group may be a member of several families, and a key absent in a shard is empty there.
     ``collect``: family name -> (required bit, forbidden-if-alone bit): hashes with the first bit and
     any other bit are returned (train segments also in dev or test)."""
 
@@ -249,9 +251,13 @@ class ReduceRange:
     def __call__(self, bounds: tuple[int, int]) -> tuple[dict[str, Overlap], dict[str, np.ndarray]]:
         lo, hi = bounds
         names = list(self.families)
-        # the members' key ids, sorted, with the family and member of each
+        # the members' key ids, sorted, with the family and member of each (a key id appears once
+        # per member it is part of)
         wanted = sorted(
-            (key_id(tuple(key)), f, m) for f, name in enumerate(names) for m, key in enumerate(self.families[name])
+            (key_id(tuple(key)), f, m)
+            for f, name in enumerate(names)
+            for m, member in enumerate(self.families[name])
+            for key in (member if isinstance(member, list) else [member])
         )
         wanted_ids = np.array([k for k, _, _ in wanted], np.uint64)
         wanted_family = np.array([f for _, f, _ in wanted], np.int64)
@@ -277,42 +283,57 @@ class ReduceRange:
                     if b > a:
                         slices.append(np.array(records[a:b]))
                     del records, hashes  # no view left on the map when it closes
-        pieces: dict[str, list] = {name: [] for name in names}
-        if slices and len(wanted_ids):
-            part = np.concatenate(slices)
-            slices.clear()
-            at = np.minimum(np.searchsorted(wanted_ids, part["key"]), len(wanted_ids) - 1)
-            found = wanted_ids[at] == part["key"]  # groups compared in no family are left out
-            part, at = part[found], at[found]
-            family_of, member_of = wanted_family[at], wanted_member[at]
-            for f in np.unique(family_of).tolist():
-                chosen = family_of == f
-                pieces[names[f]].append((part["hash"][chosen], part["count"][chosen], member_of[chosen]))
-        out, collected = {}, {}
-        for family, parts in pieces.items():
-            overlap = Overlap(Counter(), Counter())
-            if parts:
-                # about 60 bytes per hash at the peak (what bounds RANGE_TARGET)
-                hashes = np.concatenate([h for h, _, _ in parts])
-                counts = np.concatenate([c for _, c, _ in parts])
-                members = np.concatenate([m for _, _, m in parts]).astype(np.uint8)
-                parts.clear()
-                order = np.argsort(hashes, kind="stable")
-                hashes, members = hashes[order], members[order]
-                starts = np.r_[0, np.flatnonzero(hashes[1:] != hashes[:-1]) + 1]
-                masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), members.astype(np.int64)), starts)
-                values, mask_code, n = np.unique(masks, return_inverse=True, return_counts=True)
-                overlap.masks.update(dict(zip(values.tolist(), n.tolist())))
-                # occurrences per (mask, member): a bincount over (the mask's code, member)
-                cell = np.repeat(mask_code.ravel(), np.diff(np.r_[starts, len(hashes)])) * 64 + members
-                sums = np.bincount(cell, weights=counts[order].astype(np.float64), minlength=len(values) * 64)
-                for code in np.flatnonzero(sums).tolist():
-                    overlap.occurrences[(int(values[code // 64]), code % 64)] += int(sums[code])
-                if family in self.collect:
-                    bit = self.collect[family]
-                    chosen = (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
-                    collected[family] = hashes[starts][chosen]
-            out[family] = overlap
+        out = {name: Overlap(Counter(), Counter()) for name in names}
+        collected: dict[str, np.ndarray] = {}
+        if not slices or not len(wanted_ids):
+            return out, collected
+        part = np.concatenate(slices)
+        slices.clear()
+        # each record once per member its group is part of (groups in no family are left out),
+        # ordered by family, then hash: a run is then one family's occurrences of one hash.  The
+        # hash order first (a stable sort merges the shards' sorted slices), then a stable sort
+        # on the family number (a radix sort for 16 bits)
+        keys = np.ascontiguousarray(part["key"])
+        first = np.searchsorted(wanted_ids, keys, "left")
+        n = np.searchsorted(wanted_ids, keys, "right") - first
+        by_hash = np.argsort(part["hash"], kind="stable")
+        n, first = n[by_hash], first[by_hash]
+        record = np.repeat(by_hash, n)
+        at = np.repeat(first - np.cumsum(n) + n, n) + np.arange(len(record))
+        if not len(record):
+            return out, collected
+        family = wanted_family[at]
+        by_family = np.argsort(family.astype(np.int16 if len(names) < 2**15 else np.int64), kind="stable")
+        record, at = record[by_family], at[by_family]
+        hashes, counts = part["hash"][record], part["count"][record]
+        family, member = wanted_family[at], wanted_member[at]
+        del part, keys, record, at, by_hash, by_family
+        new_run = np.r_[True, (hashes[1:] != hashes[:-1]) | (family[1:] != family[:-1])]
+        starts = np.flatnonzero(new_run)
+        masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
+        run_family = family[starts]
+        # the distinct (family, mask) pairs, numbered in that order, with their runs (hashes)
+        by_pair = np.lexsort((masks, run_family))
+        pair_family, pair_mask = run_family[by_pair], masks[by_pair]
+        new_pair = np.r_[True, (pair_family[1:] != pair_family[:-1]) | (pair_mask[1:] != pair_mask[:-1])]
+        pair_starts = np.flatnonzero(new_pair)
+        pair_runs = np.diff(np.r_[pair_starts, len(by_pair)])
+        pair_of_run = np.empty(len(masks), np.int64)
+        pair_of_run[by_pair] = np.cumsum(new_pair) - 1
+        pair_family, pair_mask = pair_family[pair_starts].tolist(), pair_mask[pair_starts].tolist()
+        for f, mask, runs in zip(pair_family, pair_mask, pair_runs.tolist()):
+            out[names[f]].masks[mask] = runs
+        # occurrences per (family, mask, member): a bincount over (the pair's number, member)
+        cell = np.repeat(pair_of_run, np.diff(np.r_[starts, len(hashes)])) * 64 + member
+        sums = np.bincount(cell, weights=counts.astype(np.float64), minlength=len(pair_family) * 64)
+        for code in np.flatnonzero(sums).tolist():
+            pair = code // 64
+            out[names[pair_family[pair]]].occurrences[(pair_mask[pair], code % 64)] += int(sums[code])
+        for name, bit in self.collect.items():
+            in_family = run_family == names.index(name)
+            if in_family.any():
+                chosen = in_family & (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
+                collected[name] = hashes[starts][chosen]
         return out, collected
 
 

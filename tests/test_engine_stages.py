@@ -355,16 +355,22 @@ def test_one_value_reads_the_statistics_of_every_part(talks, tmp_path):
     assert not one_value([tmp_path / "one", tmp_path / "two"], "corpus")
 
 
-def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path):
+@pytest.mark.parametrize("corpora", ["interleaved", "one per shard"])
+def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path, corpora):
     """The sequences report audits a dataset pooled and per corpus in one pass over it: the same
-    summaries as two audits, even when the pooled name is also one of the corpora's names."""
+    summaries as two audits, even when the pooled name is also one of the corpora's names.  The
+    pooled view's hash groups are unions of the per-corpus ones; where a shard holds one corpus,
+    the two views also share its tallies."""
     from pipeline.audit import AuditView, audit_dataset_views, audit_datasets
     from pipeline.executor import executor
 
     _folder, ref, _hyp = talks
     docs = ref["doc_id"].to_pylist()
     first = {d: i for i, d in reversed(list(enumerate(docs)))}
-    corpus = ["c0" if first[d] % 3 else "c1" for d in docs]  # whole documents in each corpus
+    if corpora == "interleaved":
+        corpus = ["c0" if first[d] % 3 else "c1" for d in docs]  # whole documents in each corpus
+    else:  # the first half of the documents in c0: most shards hold one corpus
+        corpus = ["c0" if first[d] < len(docs) // 2 else "c1" for d in docs]
     split = [["train", "train", "dev", "test"][first[d] % 4] for d in docs]
     table = with_column(with_column(ref, "corpus", pa.array(corpus)), "split", pa.array(split))
     write_dataset(table, tmp_path / "segments.parquet", parts=3)

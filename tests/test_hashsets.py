@@ -69,6 +69,45 @@ def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, 
     assert collected["word"].tolist() == sorted(hashsets.hash_values(shared).tolist())
 
 
+@pytest.mark.parametrize("range_target", [7, hashsets.RANGE_TARGET])
+def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, range_target):
+    """A family member may be a list of groups (the sequences report's pooled view, from its
+    per-corpus groups), and a group may be in several families: the same overlaps and collected
+    hashes as the union written as one group."""
+    monkeypatch.setattr(hashsets, "RANGE_TARGET", range_target)
+    splits = ("train", "dev", "test")
+    corpora = {"a": _shards(2, 4), "b": _shards(3, 4)}
+    written = pooled_written = 0
+    for index in range(4):
+        groups, pooled = {}, {}
+        for corpus, shards in corpora.items():
+            for split, words in shards[index].items():
+                groups[("word", corpus, split)] = hashsets.distinct(hashsets.hash_values(words))
+        for split in splits:
+            words = [w for shards in corpora.values() for w in shards[index][split]]
+            pooled[("word", split)] = hashsets.distinct(hashsets.hash_values(words))
+        written += hashsets.write_groups(tmp_path / "corpora", index, groups)
+        pooled_written += hashsets.write_groups(tmp_path / "pooled", index, pooled)
+    families = {
+        "a": [("word", "a", s) for s in splits],
+        "pooled": [[("word", "a", s), ("word", "b", s)] for s in splits],
+    }
+    with executor("local", 2) as runner:
+        union, union_collected = hashsets.reduce(
+            runner, tmp_path / "corpora", list(range(4)), families, 2 * written, collect={"pooled": 0}
+        )
+        direct, direct_collected = hashsets.reduce(
+            runner, tmp_path / "pooled", list(range(4)), {"pooled": [("word", s) for s in splits]},
+            pooled_written, collect={"pooled": 0},
+        )  # fmt: skip
+    masks, occurrences, _ = _expected(corpora["a"])
+    assert union["a"].masks == masks and union["a"].occurrences == occurrences
+    assert union["pooled"].masks == direct["pooled"].masks
+    assert union["pooled"].occurrences == direct["pooled"].occurrences
+    assert union["pooled"].occurrences.total() > union["a"].occurrences.total()
+    assert union_collected["pooled"].tolist() == direct_collected["pooled"].tolist()
+
+
 def test_ranges_cover_the_hash_space_without_gaps():
     for total in (0, 1, hashsets.RANGE_TARGET, 10 * hashsets.RANGE_TARGET + 1):
         bounds = hashsets.ranges(total)
