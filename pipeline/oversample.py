@@ -12,7 +12,8 @@ loop, so the result does not depend on how the dataset is sharded or run:
   after a segment of it, both drawn from (seed, i, j) (:func:`uniform`);
 * copies travel from the shard of their sentence to the shard of their document through disk:
   one file per sending shard, a serialized record batch per receiving shard at an offset that
-  an index (``senders.arrow``) gives.
+  an index gives (:class:`_SenderIndex`: sorted runs of it, so that the driver holds a bounded
+  part of the index whatever the number of shard pairs).
 
 Augmentation copies (``augment``: Alam 2020 or 3R; training draws anew each epoch, these are
 for the audit) draw per (seed, copy, index of the segment among train's), as training does.
@@ -25,7 +26,6 @@ import logging
 import math
 import os
 from collections import Counter
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -42,6 +42,11 @@ from .splits import document_index, per_row_sum
 from .step import Counts, StepResult
 
 log = logging.getLogger(__name__)
+
+#: (sending shard, receiving shard) messages the driver holds before it writes them as a sorted
+#: run of the index: about 30 bytes each, so a run costs a few MB however many pairs there are
+#: (they grow as the square of a language's shards)
+RUN_MESSAGES = 100_000
 
 #: a copy on its way to its target shard: the sentence's own columns, where it goes, and its order
 COPY_SCHEMA = pa.schema(
@@ -216,8 +221,8 @@ class _Copies:
 class _Write:
     """Pass 3: the shard's rows with the copies sent to it inserted; augmentation copies of its train rows."""
 
-    def __init__(self, folder, augment, seed, train_before, vocabulary, confusables, augmented_folder, n_shards):
-        self.folder = None if folder is None else str(folder)
+    def __init__(self, folder, runs, augment, seed, train_before, vocabulary, confusables, augmented_folder, n_shards):
+        self.folder, self.runs = None if folder is None else str(folder), runs
         self.augment, self.seed = augment, seed
         self.train_before, self.vocabulary, self.confusables = train_before, vocabulary, confusables
         self.augmented_folder = None if augmented_folder is None else str(augmented_folder)
@@ -228,17 +233,17 @@ class _Write:
         consecutive question sentences, so their batches in sender order are in (i, j) order."""
         if self.folder is None:
             return None
-        # the index of who sent what, mapped, not sent with every task (it grows with the shards)
-        index = io.open_arrow_file(io.join(self.folder, "senders.arrow")).read_all()
-        targets = index["target"].to_numpy()
-        first, last = np.searchsorted(targets, [shard.index, shard.index + 1])
-        if first == last:
-            return None
         batches = []
-        rows = index.slice(first, last - first)
-        for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-            message = io.read_range(io.join(self.folder, f"{source:05d}.bin"), offset, offset + length)
-            batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
+        for run in range(self.runs):  # runs hold consecutive senders: in order, senders in order
+            # the index is mapped, not sent with every task (it grows with the shard pairs)
+            index = io.open_arrow_file(_SenderIndex.run_path(self.folder, run)).read_all()
+            first, last = np.searchsorted(index["target"].to_numpy(), [shard.index, shard.index + 1])
+            rows = index.slice(first, last - first)
+            for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
+                message = io.read_range(io.join(self.folder, f"{source:05d}.bin"), offset, offset + length)
+                batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
+        if not batches:
+            return None
         return pa.Table.from_batches(batches, COPY_SCHEMA).combine_chunks()
 
     def __call__(self, shard: RowShard) -> StepResult:
@@ -280,29 +285,52 @@ class _Write:
         return StepResult(table, counts)
 
 
-def _write_senders(sent: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_shards: int, folder: Path) -> np.ndarray:
-    """The index of who sent what (per sending shard: the shards it sent copies to, how many, and
-    the bytes of each batch, one after another in its file) in receiving-shard order, then sending
-    shard (the order of the question sentences), as an Arrow file the receivers map.  Returns the
+class _SenderIndex:
+    """Who sent what, folded as the copies pass's results arrive (in sending-shard order): per
+    sending shard, the shards it sent copies to, how many, and the bytes of each batch, one after
+    another in its file.  Held until :data:`RUN_MESSAGES` messages, then written as a run sorted
+    by receiving shard (then sender) to the copies folder: a receiver reads its slice of each run,
+    and the runs, holding consecutive senders, give its senders in order.  ``incoming``: the
     copies each shard receives."""
-    targets = np.concatenate([t for t, _, _ in sent])
-    rows = np.concatenate([r for _, r, _ in sent])
-    lengths = np.concatenate([n for _, _, n in sent]).astype(np.int64)
-    sources = np.repeat(np.arange(len(sent), dtype=np.int32), [len(t) for t, _, _ in sent])
-    offsets = np.concatenate([np.cumsum(n) - n for _, _, n in sent]).astype(np.int64)
-    order = np.argsort(targets, kind="stable")
-    table = pa.table(
-        {
-            "target": targets[order],
-            "source": sources[order],
-            "offset": offsets[order],
-            "length": lengths[order],
-            "rows": rows[order],
-        }
-    )
-    io.make_folder(folder)
-    io.write_arrow_in_place(table, io.join(folder, "senders.arrow"))
-    return np.bincount(targets, weights=rows, minlength=n_shards).astype(np.int64)
+
+    def __init__(self, folder, n_shards: int, run_messages: int | None = None):
+        self.folder, self.run_messages = folder, run_messages or RUN_MESSAGES
+        self.incoming = np.zeros(n_shards, np.int64)
+        self.pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self.held = self.messages = self.runs = 0
+
+    @staticmethod
+    def run_path(folder, run: int) -> str:
+        return io.join(folder, f"senders-{run:05d}.arrow")
+
+    def add(self, source: int, targets: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> None:
+        np.add.at(self.incoming, targets, rows)
+        if len(targets):
+            self.pending.append((source, targets, lengths.astype(np.int64)))
+            self.held += len(targets)
+            if self.held >= self.run_messages:
+                self._write_run()
+
+    def close(self) -> int:
+        """Writes what is held; returns the number of runs."""
+        if self.pending:
+            self._write_run()
+        return self.runs
+
+    def _write_run(self) -> None:
+        targets = np.concatenate([t for _, t, _ in self.pending])
+        lengths = np.concatenate([n for _, _, n in self.pending])
+        sources = np.repeat(np.array([s for s, _, _ in self.pending], np.int32), [len(t) for _, t, _ in self.pending])
+        offsets = np.concatenate([np.cumsum(n) - n for _, _, n in self.pending])
+        order = np.argsort(targets, kind="stable")  # stable: senders in order within a target
+        table = pa.table(
+            {"target": targets[order], "source": sources[order], "offset": offsets[order], "length": lengths[order]}
+        )
+        io.make_folder(self.folder)
+        io.write_arrow_in_place(table, self.run_path(self.folder, self.runs))
+        self.messages += len(targets)
+        self.runs += 1
+        self.pending, self.held = [], 0
 
 
 def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
@@ -392,7 +420,7 @@ def oversample_dataset(
             words = sum(t["words"] for t in tallies)
             questions = sum(t["questions"] for t in tallies)
             incoming = np.zeros(len(shards), np.int64)
-            copies_folder = None
+            copies_folder, runs = None, 0
             target = params.question_share
             m = sum(t["question_rows"] for t in tallies)
             if target and m and words and questions / words < target:
@@ -414,8 +442,12 @@ def oversample_dataset(
                 starts = {lang: np.array([b.get(lang, 0) for b in docs_before]) for lang in running}
                 copies_folder = io.join(scratch, "copies")
                 step = _Copies(seed, k, m, offset, q_before, docs_before, dict(running), starts, copies_folder)
-                sent = [r.payload for r in each_step(runner, step, shards, label="oversample: copies")]
-                incoming = _write_senders(sent, len(shards), copies_folder)
+                index = _SenderIndex(copies_folder, len(shards))
+                for shard, result in zip(shards, each_step(runner, step, shards, label="oversample: copies")):
+                    index.add(shard.index, *result.payload)
+                runs = index.close()
+                incoming = index.incoming
+                log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = [t["train_rows"] + int(incoming[s.index]) for t, s in zip(tallies, shards)]
             train_before = np.r_[0, np.cumsum(train_rows)].tolist()
@@ -427,8 +459,9 @@ def oversample_dataset(
 
                     confusable_words = load_confusables(confusables)
             write = _Write(
-                copies_folder, augment, seed, train_before, vocabulary, confusable_words, augmented_folder, len(shards)
-            )
+                copies_folder, runs, augment, seed, train_before, vocabulary, confusable_words, augmented_folder,
+                len(shards),
+            )  # fmt: skip
             results = run_step(runner, write, shards, folder, label="oversample")
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)

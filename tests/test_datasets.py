@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from support.datasets import write_dataset
+from support.datasets import digests, write_dataset
 from support.reference import build_sequences_reference
 
 from corpora import get_reader
@@ -185,6 +185,40 @@ def test_question_oversampling_train_only(news, tmp_path):
     assert (
         train.num_rows == table.filter(pc.equal(table["split"], "train")).num_rows + report["oversampling"]["inserted"]
     )
+
+
+def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, monkeypatch, caplog):
+    """The driver writes the index of the copies' messages in sorted runs of a bounded number of
+    messages (they grow as the square of the shards); receivers read their slice of each run.
+    Runs of two messages give the bytes of one run, on two workers."""
+    import logging
+
+    from pipeline import oversample
+    from pipeline.params import EngineParams
+
+    _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
+    engine = EngineParams(workers=2, shard_rows=40)
+    outputs = {}
+    for name, run_messages in (("one run", 10**6), ("runs of two", 2)):
+        monkeypatch.setattr(oversample, "RUN_MESSAGES", run_messages)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="pipeline.oversample"):
+            report = oversample_dataset(
+                tmp_path / "split",
+                OversampleParams(question_share=0.02),
+                3,
+                tmp_path / name / "over",
+                tmp_path / name / "aug",
+                tmp_path / name / "over.json",
+                engine=engine,
+            )
+        (line,) = [r.getMessage() for r in caplog.records if "copy messages" in r.getMessage()]
+        messages, runs = (int(w) for w in line.split() if w.isdigit())
+        outputs[name] = (digests(tmp_path / name / "over"), report, messages, runs)
+    (one, report, messages, runs), (many, report_many, messages_many, runs_many) = outputs.values()
+    assert runs == 1 and runs_many > 10 and messages_many == messages > 100
+    assert report["oversampling"]["inserted"] > 0
+    assert many == one and report_many == report
 
 
 def _insert_reference(table: pa.Table, incoming: pa.Table) -> pa.Table:
