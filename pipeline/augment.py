@@ -199,17 +199,25 @@ def augmented(
     return pa.table(columns, schema=segments.schema)
 
 
-def load_confusables(path: str | os.PathLike, k: int | None = None) -> dict[str, list[str]]:
-    """word -> its confusable neighbours by rank, from the confusables stage's Parquet (a file or a
-    directory of parts; columns word, neighbor, rank, ...).  ``k``: keep the k best of each word."""
+def check_confusables(path: str | os.PathLike) -> list:
+    """The confusables table's files, opened, or InputError naming a file that is not one."""
     from .io import InputError, open_parquet, parquet_files
 
-    out: dict[str, list[tuple[int, str]]] = {}
+    handles = []
     for file in parquet_files(path):
         handle = open_parquet(file)
         missing = {"word", "neighbor", "rank"} - set(handle.schema_arrow.names)
         if missing:
             raise InputError(f"{file}: not a confusables table (no column {', '.join(sorted(missing))})")
+        handles.append(handle)
+    return handles
+
+
+def load_confusables(path: str | os.PathLike, k: int | None = None) -> dict[str, list[str]]:
+    """word -> its confusable neighbours by rank, from the confusables stage's Parquet (a file or a
+    directory of parts; columns word, neighbor, rank, ...).  ``k``: keep the k best of each word."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for handle in check_confusables(path):
         for batch in handle.iter_batches(columns=["word", "neighbor", "rank"], batch_size=65_536):
             for word, neighbor, rank in zip(*(batch.column(i).to_pylist() for i in range(3))):
                 if k is None or rank <= k:  # ranks count from 1

@@ -25,7 +25,6 @@ import itertools
 import logging
 import math
 import os
-from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -146,10 +145,10 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(self, seed, k, m, offset, q_before, docs_before, docs_total, starts, folder):
+    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder):
+        # plan: the folder of the per-shard numbers (:func:`_write_plan`), mapped by each task
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
-        self.q_before, self.docs_before, self.docs_total = q_before, docs_before, docs_total
-        self.starts, self.folder = starts, str(folder)
+        self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
 
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_segments(shard, dictionary=True)
@@ -157,13 +156,16 @@ class _Copies:
         docs = _documents(table, train)
         row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
         rows = np.flatnonzero(_question_rows(table) & train)
+        # train documents of each language (column) in the shards before each shard (row)
+        docs_before = io.read_array(io.join(self.plan, "docs_before.bin"), np.int64).reshape(-1, len(self.langs))
         # the train-document number (per language, over the whole dataset) of each document here
         doc_number = np.full(len(docs.first_rows), -1, np.int64)
         for code, name in enumerate(names):
             members = np.flatnonzero(docs.train & (doc_lang == code))
-            doc_number[members] = self.docs_before[shard.index].get(name, 0) + np.arange(len(members))
+            before = int(docs_before[shard.index, self.langs.index(name)]) if name in self.langs else 0
+            doc_number[members] = before + np.arange(len(members))
         # the copies of each question sentence: i its number over the dataset, j the copy's
-        i = self.q_before[shard.index] + np.arange(len(rows))
+        i = int(io.read_array(io.join(self.plan, "questions_before.bin"), np.int64)[shard.index]) + np.arange(len(rows))
         n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
         n_copies = n_copies.astype(np.int64)
         row = np.repeat(rows, n_copies)
@@ -182,7 +184,7 @@ class _Copies:
         local_doc = np.zeros(len(i), np.int64)
         for code in np.unique(lang_code).tolist():
             mask = lang_code == code
-            starts = self.starts[names[code]]
+            starts = np.ascontiguousarray(docs_before[:, self.langs.index(names[code])])
             where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
             local_doc[mask] = target[mask] - starts[where[mask]]
         # one file per source shard, its copies in target-shard order: pass 3 reads, of each
@@ -219,14 +221,33 @@ class _Copies:
 
 
 class _Write:
-    """Pass 3: the shard's rows with the copies sent to it inserted; augmentation copies of its train rows."""
+    """Pass 3: the shard's rows with the copies sent to it inserted; augmentation copies of its train rows.
 
-    def __init__(self, folder, runs, augment, seed, train_before, vocabulary, confusables, augmented_folder, n_shards):
+    What grows with the shards or the vocabulary is read from files, not sent with every task: the
+    train rows before each shard from the plan folder, 3R's train vocabulary from ``vocabulary``
+    and its confusables from their table (``confusables``), both loaded once per worker process."""
+
+    _loaded: dict = {}
+
+    def __init__(self, folder, runs, augment, seed, plan, vocabulary, confusables, augmented_folder, n_shards):
         self.folder, self.runs = None if folder is None else str(folder), runs
-        self.augment, self.seed = augment, seed
-        self.train_before, self.vocabulary, self.confusables = train_before, vocabulary, confusables
+        self.augment, self.seed, self.plan = augment, seed, str(plan)
+        self.vocabulary = None if vocabulary is None else str(vocabulary)
+        self.confusables = None if confusables is None else str(confusables)
         self.augmented_folder = None if augmented_folder is None else str(augmented_folder)
         self.n_shards = n_shards
+
+    def _load(self, kind: str, path: str | None):
+        if path is None:
+            return None
+        if (kind, path) not in self._loaded:
+            if kind == "vocabulary":
+                self._loaded[(kind, path)] = io.open_arrow_file(path).read_all()["word"].to_pylist()
+            else:
+                from .augment import load_confusables
+
+                self._loaded[(kind, path)] = load_confusables(path)
+        return self._loaded[(kind, path)]
 
     def _incoming(self, shard: RowShard) -> pa.Table | None:
         """The copies sent to this shard: a record batch out of each sender's file.  Senders hold
@@ -266,14 +287,14 @@ class _Write:
             if self.augment is not None:
                 from .augment import augmented
 
-                first = self.train_before[shard.index]
+                first = int(io.read_array(io.join(self.plan, "train_before.bin"), np.int64)[shard.index])
                 part = augmented(
                     train,
                     self.augment,
                     copy,
                     self.seed,
-                    self.vocabulary,
-                    self.confusables,
+                    self._load("vocabulary", self.vocabulary),
+                    self._load("confusables", self.confusables),
                     indices=range(first, first + train.num_rows),
                 )
             else:
@@ -415,6 +436,7 @@ def oversample_dataset(
         augmented_folder = outputs.dataset(augmented_out)
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
+        plan = io.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             tallies = [r.payload for r in run_step(runner, _Tally(), shards, label="oversample: counts")]
             words = sum(t["words"] for t in tallies)
@@ -434,33 +456,39 @@ def oversample_dataset(
                     )
                 k = math.ceil((target * words - questions) / gain)
                 offset = float(np.random.default_rng([seed, 15]).random())
-                q_before = np.r_[0, np.cumsum([t["question_rows"] for t in tallies])].tolist()
-                docs_before, running = [], Counter()
-                for t in tallies:
-                    docs_before.append(dict(running))
-                    running.update(t["docs"])
-                starts = {lang: np.array([b.get(lang, 0) for b in docs_before]) for lang in running}
+                langs = sorted({lang for t in tallies for lang in t["docs"]})
+                docs = np.array([[t["docs"].get(lang, 0) for lang in langs] for t in tallies], np.int64)
+                docs_before = np.cumsum(docs, axis=0) - docs  # per shard, per language
+                question_rows = np.array([t["question_rows"] for t in tallies], np.int64)
+                io.make_folder(plan)
+                io.write_bytes_in_place(np.ascontiguousarray(docs_before), io.join(plan, "docs_before.bin"))
+                io.write_bytes_in_place(np.cumsum(question_rows) - question_rows, io.join(plan, "questions_before.bin"))
+                docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
                 copies_folder = io.join(scratch, "copies")
-                step = _Copies(seed, k, m, offset, q_before, docs_before, dict(running), starts, copies_folder)
+                step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder)
                 index = _SenderIndex(copies_folder, len(shards))
-                for shard, result in zip(shards, each_step(runner, step, shards, label="oversample: copies")):
-                    index.add(shard.index, *result.payload)
+                # results in shard order (each_step runs to its end, which logs the pass's time)
+                for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
+                    index.add(shards[n].index, *result.payload)
                 runs = index.close()
                 incoming = index.incoming
                 log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
             # augmentation draws by a segment's index among train's, the copies included
-            train_rows = [t["train_rows"] + int(incoming[s.index]) for t, s in zip(tallies, shards)]
-            train_before = np.r_[0, np.cumsum(train_rows)].tolist()
-            vocabulary, confusable_words = None, None
+            train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
+            io.make_folder(plan)
+            io.write_bytes_in_place(np.cumsum(train_rows) - train_rows, io.join(plan, "train_before.bin"))
+            vocabulary = None
             if augment is not None and augment["kind"] == "3r":
-                vocabulary = _vocabulary(runner, shards)
+                vocabulary = io.join(scratch, "vocabulary.arrow")
+                train_vocabulary = pa.array(_vocabulary(runner, shards), pa.string())
+                io.write_arrow_in_place(pa.table({"word": train_vocabulary}), vocabulary)
                 if confusables:
-                    from .augment import load_confusables
+                    from .augment import check_confusables
 
-                    confusable_words = load_confusables(confusables)
+                    check_confusables(confusables)  # a bad table named here, before the pass
             write = _Write(
-                copies_folder, runs, augment, seed, train_before, vocabulary, confusable_words, augmented_folder,
-                len(shards),
+                copies_folder, runs, augment, seed, plan, vocabulary,
+                confusables if vocabulary is not None else None, augmented_folder, len(shards),
             )  # fmt: skip
             results = run_step(runner, write, shards, folder, label="oversample")
         counts = counts_of(results)

@@ -221,6 +221,55 @@ def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, mo
     assert many == one and report_many == report
 
 
+def test_oversampling_with_3r_copies_same_on_every_sharding(news, tmp_path):
+    """Question oversampling with materialized 3R copies (phoneme edition from a confusables
+    table): shards of 40 rows give the rows of one shard, the same bytes on one worker and two,
+    and the copies hold neighbours of the confusables table in place of train words."""
+    import pyarrow.parquet as pq
+
+    from pipeline.params import EngineParams
+
+    table, _ = _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
+    train_words = Counter(
+        w for row in table.filter(pc.equal(table["split"], "train"))["words"].to_pylist() for w in row
+    )
+    common = [w for w, _ in train_words.most_common(40)]
+    neighbours = [f"{w}~{r}" for w in common for r in (1, 2)]  # words no text holds
+    confusables = tmp_path / "confusables.parquet"
+    pq.write_table(
+        pa.table({"word": [w for w in common for _ in (1, 2)], "neighbor": neighbours, "rank": [1, 2] * len(common)}),
+        confusables,
+    )
+    params = OversampleParams.model_validate(
+        {"question_share": 0.02, "augment": {"kind": "3r", "p_phoneme": 0.3, "copies": 2, "confusables": "c"}}
+    )
+    runs = {
+        "whole": EngineParams(workers=1, shard_rows=10**9),
+        "one": EngineParams(workers=1, shard_rows=40),
+        "two": EngineParams(workers=2, shard_rows=40),
+    }
+    reports = {}
+    for name, engine in runs.items():
+        out = tmp_path / name
+        reports[name] = oversample_dataset(
+            tmp_path / "split",
+            params,
+            3,
+            out / "over",
+            out / "aug",
+            out / "r.json",
+            confusables=confusables,
+            engine=engine,
+        )
+    assert reports["one"] == reports["two"] == reports["whole"]
+    for part in ("over", "aug"):
+        assert read_segments(tmp_path / "one" / part).equals(read_segments(tmp_path / "whole" / part))
+        assert digests(tmp_path / "one" / part) == digests(tmp_path / "two" / part)
+    augmented = read_segments(tmp_path / "whole" / "aug")
+    edited = Counter(w for row in augmented["words"].to_pylist() for w in row if w in set(neighbours))
+    assert sum(edited.values()) > 50 and reports["whole"]["augmentation"]["kind"] == "3r"
+
+
 def _insert_reference(table: pa.Table, incoming: pa.Table) -> pa.Table:
     """The insertion rule written plainly: copies in order, each into its target document (the
     target_doc-th train document of its language) at min(int(position * (n + 1)), n) of the n
