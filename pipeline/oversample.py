@@ -129,6 +129,18 @@ class _Tally:
         return StepResult(None, payload=payload)
 
 
+def _save_before(plan, name: str, counts: np.ndarray) -> None:
+    """Per shard (row), ``counts`` summed over the shards before it, as a file of the plan folder:
+    the tasks map it (sent with every task, such numbers grew as the square of the shards)."""
+    io.make_folder(plan)
+    io.write_bytes_in_place(np.ascontiguousarray(np.cumsum(counts, axis=0) - counts, np.int64), io.join(plan, name))
+
+
+def _before(plan, name: str) -> np.ndarray:
+    """A file of :func:`_save_before`, mapped (one row per shard)."""
+    return io.read_array(io.join(plan, name), np.int64)
+
+
 def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
     """Uniform draws in [0, 1) fixed by (seed, i, j, stream): splitmix64 of the four, vectorized (a
     numpy Generator per copy costs 20 us; millions of copies need array arithmetic)."""
@@ -146,7 +158,7 @@ class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
     def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder):
-        # plan: the folder of the per-shard numbers (:func:`_write_plan`), mapped by each task
+        # plan: the folder of the per-shard numbers (:func:`_save_before`)
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
         self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
 
@@ -157,7 +169,7 @@ class _Copies:
         row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
         rows = np.flatnonzero(_question_rows(table) & train)
         # train documents of each language (column) in the shards before each shard (row)
-        docs_before = io.read_array(io.join(self.plan, "docs_before.bin"), np.int64).reshape(-1, len(self.langs))
+        docs_before = _before(self.plan, "docs_before.bin").reshape(-1, len(self.langs))
         # the train-document number (per language, over the whole dataset) of each document here
         doc_number = np.full(len(docs.first_rows), -1, np.int64)
         for code, name in enumerate(names):
@@ -165,7 +177,7 @@ class _Copies:
             before = int(docs_before[shard.index, self.langs.index(name)]) if name in self.langs else 0
             doc_number[members] = before + np.arange(len(members))
         # the copies of each question sentence: i its number over the dataset, j the copy's
-        i = int(io.read_array(io.join(self.plan, "questions_before.bin"), np.int64)[shard.index]) + np.arange(len(rows))
+        i = int(_before(self.plan, "questions_before.bin")[shard.index]) + np.arange(len(rows))
         n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
         n_copies = n_copies.astype(np.int64)
         row = np.repeat(rows, n_copies)
@@ -281,13 +293,14 @@ class _Write:
         counts.stats["train_words"] += int(words[in_train].sum())
         counts.stats["train_questions"] += int(questions[in_train].sum())
         train = table.filter(pa.array(in_train)) if self.augment is not None else None
+        if self.augment is not None:  # augmentation draws by a segment's index among train's
+            first = int(_before(self.plan, "train_before.bin")[shard.index])
         # copy c of shard i is part c * shards + i: read in order, the parts give copy 0 of all of
         # train, then copy 1..., whatever the sharding
         for copy in range(self.augment["copies"] if self.augment is not None else 1):
             if self.augment is not None:
                 from .augment import augmented
 
-                first = int(io.read_array(io.join(self.plan, "train_before.bin"), np.int64)[shard.index])
                 part = augmented(
                     train,
                     self.augment,
@@ -314,8 +327,8 @@ class _SenderIndex:
     and the runs, holding consecutive senders, give its senders in order.  ``incoming``: the
     copies each shard receives."""
 
-    def __init__(self, folder, n_shards: int, run_messages: int | None = None):
-        self.folder, self.run_messages = folder, run_messages or RUN_MESSAGES
+    def __init__(self, folder, n_shards: int):
+        self.folder, self.run_messages = folder, RUN_MESSAGES
         self.incoming = np.zeros(n_shards, np.int64)
         self.pending: list[tuple[int, np.ndarray, np.ndarray]] = []
         self.held = self.messages = self.runs = 0
@@ -458,11 +471,8 @@ def oversample_dataset(
                 offset = float(np.random.default_rng([seed, 15]).random())
                 langs = sorted({lang for t in tallies for lang in t["docs"]})
                 docs = np.array([[t["docs"].get(lang, 0) for lang in langs] for t in tallies], np.int64)
-                docs_before = np.cumsum(docs, axis=0) - docs  # per shard, per language
-                question_rows = np.array([t["question_rows"] for t in tallies], np.int64)
-                io.make_folder(plan)
-                io.write_bytes_in_place(np.ascontiguousarray(docs_before), io.join(plan, "docs_before.bin"))
-                io.write_bytes_in_place(np.cumsum(question_rows) - question_rows, io.join(plan, "questions_before.bin"))
+                _save_before(plan, "docs_before.bin", docs)  # per shard, per language
+                _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
                 docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
                 copies_folder = io.join(scratch, "copies")
                 step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder)
@@ -475,8 +485,7 @@ def oversample_dataset(
                 log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
-            io.make_folder(plan)
-            io.write_bytes_in_place(np.cumsum(train_rows) - train_rows, io.join(plan, "train_before.bin"))
+            _save_before(plan, "train_before.bin", train_rows)
             vocabulary = None
             if augment is not None and augment["kind"] == "3r":
                 vocabulary = io.join(scratch, "vocabulary.arrow")
