@@ -391,28 +391,72 @@ def gupta_words() -> dict[str, float]:
     return out
 
 
-def extrapolate(result: dict) -> tuple[list[str], dict]:
+def serial_seconds(stage: dict) -> float:
+    """A stage's seconds outside its passes over shards: start-up, the driver's scans, folds and
+    reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
+    not share."""
+    parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(": tokenizer training"))
+    return max(0.0, stage["seconds"] - parallel)
+
+
+def extrapolate(results: list[dict]) -> tuple[list[str], dict]:
+    """Each stage at Gupta 2021 Table 1's words on 1, 8 and 64 workers (Amdahl's law): its passes
+    over shards, linear in words from the largest size, divided among the workers; its serial
+    part (:func:`serial_seconds`: start-up, which does not grow, and driver work, which does) on
+    the line through the two largest sizes, not divided."""
     sizes = gupta_words()
     total = sum(sizes.values())
+    top, below = results[-1], (results[-2] if len(results) > 1 else None)
     lines = [
         f"Gupta 2021 Table 1: {sum(m for m, _ in GUPTA_TRAIN_M.values()):.2f} M train sentences over 11 languages"
         f" x FLORES words per sentence = {total / 1e9:.2f} billion words",
-        f"assumption: linear scaling in words and in workers, at the per-worker rate measured at"
-        f" {result['target_words']:,} words with {result['workers']} worker(s)",
-        f"  {'stage':10s} " + " ".join(f"{f'{w} worker(s)':>14s}" for w in (1, 8, 64)),
+        f"assumption: a stage's passes over shards linear in words from {top['target_words']:,} words and"
+        f" divided among the workers (measured on {top['workers']}); the rest of it (start-up, the"
+        " driver's work, the tokenizer's training on the driver's cores) "
+        + (f"on the line through {below['target_words']:,} and {top['target_words']:,} words" if below else "linear")
+        + ", not divided",
+        f"  {'stage':10s} " + " ".join(f"{f'{w} worker(s)':>14s}" for w in (1, 8, 64)) + f" {'serial part':>14s}",
     ]
     table: dict = {"total_words": total, "per_language_words": sizes, "stages": {}}
-    for stage, r in result["stages"].items():
-        seconds = {w: total / (r["words_per_s_per_worker"] * w) for w in (1, 8, 64)}
-        table["stages"][stage] = seconds
-        lines.append(f"  {stage:10s} " + " ".join(f"{hours(s):>14s}" for s in seconds.values()))
+    for stage, r in top["stages"].items():
+        top_serial = serial_seconds(r)
+        if below:
+            slope = (top_serial - serial_seconds(below["stages"][stage])) / (top["words"] - below["words"])
+            serial = max(top_serial, top_serial + slope * (total - top["words"]))
+        else:
+            serial = top_serial * total / top["words"]
+        worker_seconds = (r["seconds"] - top_serial) * top["workers"] * total / top["words"]
+        seconds = {w: serial + worker_seconds / w for w in (1, 8, 64)}
+        table["stages"][stage] = {**seconds, "serial": serial}
+        lines.append(
+            f"  {stage:10s} " + " ".join(f"{hours(s):>14s}" for s in seconds.values()) + f" {hours(serial):>14s}"
+        )
     total_s = {w: sum(t[w] for t in table["stages"].values()) for w in (1, 8, 64)}
-    lines.append(f"  {'all':10s} " + " ".join(f"{hours(s):>14s}" for s in total_s.values()))
+    serial_total = sum(t["serial"] for t in table["stages"].values())
+    lines.append(
+        f"  {'all':10s} " + " ".join(f"{hours(s):>14s}" for s in total_s.values()) + f" {hours(serial_total):>14s}"
+    )
     return lines, table
 
 
 def hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def run_sizes(args) -> list[dict]:
+    sizes = sorted(int(float(w)) for w in args.words.split(","))
+    free = shutil.disk_usage(args.tmp or tempfile.gettempdir()).free
+    need = 60 * max(sizes)  # corpus text and the stages' Parquet: about 60 bytes a word
+    if need > free:
+        sys.exit(f"need about {need / 1e9:.0f} GB in {args.tmp or tempfile.gettempdir()}, {free / 1e9:.0f} GB free")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp))
+    try:
+        return [run_size(words, args, tmp) for words in sizes]
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
@@ -437,20 +481,12 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="folder for the corpora and outputs (default: the system's)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--report", metavar="JSON", help="print the tables, checks and extrapolation of a saved run")
     args = parser.parse_args()
-    sizes = sorted(int(float(w)) for w in args.words.split(","))
-    free = shutil.disk_usage(args.tmp or tempfile.gettempdir()).free
-    need = 60 * max(sizes)  # corpus text and the stages' Parquet: about 60 bytes a word
-    if need > free:
-        sys.exit(f"need about {need / 1e9:.0f} GB in {args.tmp or tempfile.gettempdir()}, {free / 1e9:.0f} GB free")
-    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp))
-    try:
-        results = [run_size(words, args, tmp) for words in sizes]
-    finally:
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+    if args.report:
+        results = json.loads(Path(args.report).read_text(encoding="utf-8"))["sizes"]
+    else:
+        results = run_sizes(args)
     for result in results:
         print_table(result)
         print_passes(result)
@@ -459,10 +495,10 @@ def main() -> None:
     for line in verdicts:
         print(line)
     print()
-    lines, extrapolation = extrapolate(results[-1])
+    lines, extrapolation = extrapolate(results)
     for line in lines:
         print(line)
-    if args.json:
+    if args.json and not args.report:
         config = {k: getattr(args, k) for k in ("workers", "shard_lines", "shard_rows", "vocab_size", "doc_sentences")}
         out = {"config": config, "sizes": results, "checks": verdicts, "extrapolation": extrapolation}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")

@@ -294,11 +294,6 @@ def _summed(counts: np.ndarray, members: list[int], names) -> Counter:
     return Counter({name: int(n) for name, n in zip(names, total) if n})
 
 
-def _offsets(lists) -> np.ndarray:
-    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
-    return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
 # ------------------------------------------------------------------------------ summaries
 
 

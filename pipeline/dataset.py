@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,23 +66,29 @@ def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
             start, row, last = 0, 0, None
             for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
                 docs = batch.column(0)
-                if row == 0 and len(docs) and previous_last and previous_last[1] == docs[0].as_py():
+                if pa.types.is_dictionary(docs.type):
+                    docs = docs.cast(docs.type.value_type)
+                first = docs[0].as_py() if len(docs) else None
+                if row == 0 and len(docs) and previous_last and previous_last[1] == first:
                     raise io.InputError(
-                        f"{file}: document {docs[0].as_py()!r} continues from {previous_last[0]}: "
+                        f"{file}: document {first!r} continues from {previous_last[0]}: "
                         "a document must lie in one part file"
                     )
-                # rows where a new document starts: only there may a shard end
-                values = docs.to_numpy(zero_copy_only=False)
-                starts = (values[1:] != values[:-1]).nonzero()[0] + 1
-                first_new = 0 if (last is None or values[0] != last) else None
-                candidates = ([0] if first_new == 0 else []) + starts.tolist()
-                for offset in candidates:
-                    here = row + offset
-                    if here - start >= target:
-                        shards.append(RowShard(file, len(shards), start, here, source))
-                        start = here
-                last = values[-1] if len(values) else last
-                row += len(values)
+                # rows where a new document starts (only there may a shard end), compared by Arrow:
+                # strings as Python objects were most of a driver's scan (1.7 s per 100 M words)
+                changed = pc.fill_null(pc.not_equal(docs.slice(1), docs.slice(0, max(0, len(docs) - 1))), True)
+                starts = np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1 + row
+                if len(docs) and (last is None or first != last):
+                    starts = np.r_[row, starts]
+                # each shard ends at the first document start at least ``target`` rows after its own
+                at = int(np.searchsorted(starts, start + target))
+                while at < len(starts):
+                    here = int(starts[at])
+                    shards.append(RowShard(file, len(shards), start, here, source))
+                    start = here
+                    at = int(np.searchsorted(starts, start + target))
+                last = docs[len(docs) - 1].as_py() if len(docs) else last
+                row += len(docs)
             if row > start:
                 if row - start < target // 4 and shards and shards[-1].path == file:
                     # a short tail (after long documents) joins the file's last shard

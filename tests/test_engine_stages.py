@@ -285,6 +285,39 @@ def test_row_shards_cut_each_file_into_equal_shards(talks, tmp_path):
     assert concat([read_rows(s) for s in shards]).to_pylist() == hyp.to_pylist()
 
 
+def _cuts_by_rule(doc_ids: list[str], rows_per_shard: int) -> list[tuple[int, int]]:
+    """The shards' rule applied row by row: cut at the first document start at least ``target``
+    rows after the shard's start; a tail under a quarter of a shard joins the shard before it."""
+    rows = len(doc_ids)
+    target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
+    cuts, start = [], 0
+    for row in range(1, rows):
+        if doc_ids[row] != doc_ids[row - 1] and row - start >= target:
+            cuts.append((start, row))
+            start = row
+    if rows - start < target // 4 and cuts:
+        cuts[-1] = (cuts[-1][0], rows)
+    elif rows > start:
+        cuts.append((start, rows))
+    return cuts
+
+
+def test_row_shards_follow_the_rule_across_read_batches(tmp_path):
+    """The scan compares documents a read batch (65,536 rows) at a time: documents that run over a
+    batch's end, one-row documents and long ones give the cuts of the rule applied row by row."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(14)
+    lengths = np.where(rng.random(40_000) < 0.05, rng.integers(50, 3_000, 40_000), rng.integers(1, 6, 40_000))
+    doc_ids = [f"doc{i}" for i, n in enumerate(lengths.tolist()) for _ in range(n)][:200_000]
+    assert len(doc_ids) == 200_000
+    pq.write_table(pa.table({"doc_id": doc_ids}), tmp_path / "docs.parquet", row_group_size=30_000)
+    for rows_per_shard in (1, 7, 5_000, 70_000, 10**6):
+        shards = row_shards(tmp_path / "docs.parquet", rows_per_shard)
+        assert [(s.start, s.stop) for s in shards] == _cuts_by_rule(doc_ids, rows_per_shard), rows_per_shard
+
+
 def test_stage_with_bad_input_is_one_line_and_no_output(tmp_path, capsys):
     """An ingest that meets invalid UTF-8 ends with one line naming the file, exit 2, nothing written."""
     from support.datasets import write_params
