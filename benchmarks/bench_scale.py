@@ -205,7 +205,7 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool)
 
     Path(out).mkdir(parents=True, exist_ok=True)
     with executor("local", workers) as runner:
-        run_step(runner, _CopyShard(write), row_shards(dataset, shard_rows), out if write else None)
+        run_step(runner, _CopyShard(write), row_shards(dataset, shard_rows, runner), out if write else None)
 
 
 def run_size(words: int, args, tmp_root: Path) -> dict:

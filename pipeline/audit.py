@@ -600,7 +600,7 @@ def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views:
     """:func:`audit_datasets` for several views of the same datasets, in one pass over them."""
     from .dataset import row_shards
 
-    return aggregate_views(runner, row_shards(paths, shard_rows), folder, views)
+    return aggregate_views(runner, row_shards(paths, shard_rows, runner), folder, views)
 
 
 def alignment_summary(report: dict) -> dict:

@@ -38,65 +38,98 @@ class RowShard:
     source: int = 0
 
 
-def row_shards(paths, rows_per_shard: int) -> list[RowShard]:
+def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> list[RowShard]:
     """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where
     a document ends: each file is cut into the whole number of shards nearest its rows over
     ``rows_per_shard`` (at least one), of equal size, so a shard holds at most 1.5
     ``rows_per_shard`` rows and a document; a tail shorter than a quarter of a shard joins the
     shard before it.
 
-    A streaming scan of the ``doc_id`` column only.  A document's rows must be contiguous (every
-    stage writes them so); a document that runs over from one part file into the next is an
-    error, since a step sees whole documents."""
+    A streaming scan of the ``doc_id`` column only, each file on its own (on ``runner``'s workers:
+    the driver does not read the corpus).  A document's rows must be contiguous (every stage
+    writes them so); a document that runs over from one part file into the next is an error,
+    since a step sees whole documents."""
     if rows_per_shard < 1:
         raise ValueError("rows_per_shard must be at least 1")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
+    files = [(source, str(file)) for source, path in enumerate(paths) for file in io.parquet_files(path)]
+    runner = runner or Executor()
+    per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
+    batches = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
+    scanned = (cut for batch in runner.imap(_FileCuts(rows_per_shard), batches) for cut in batch)
     shards: list[RowShard] = []
-    for source, path in enumerate(paths):
-        previous_last: tuple[str, str] | None = None
-        for file in map(str, io.parquet_files(path)):  # str: a URL stays one
-            reader = io.open_parquet(file)
-            if "doc_id" not in reader.schema_arrow.names:
-                raise io.InputError(f"{file}: not a segment table (no doc_id column)")
-            # the file cut into equal shards of about rows_per_shard: a part of 6,600 rows (5,000
-            # and the copies oversampling inserted) is one shard, not 5,000 rows and 1,600
-            rows = reader.metadata.num_rows
-            target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
-            start, row, last = 0, 0, None
-            for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
-                docs = batch.column(0)
-                if pa.types.is_dictionary(docs.type):
-                    docs = docs.cast(docs.type.value_type)
-                first = docs[0].as_py() if len(docs) else None
-                if row == 0 and len(docs) and previous_last and previous_last[1] == first:
-                    raise io.InputError(
-                        f"{file}: document {first!r} continues from {previous_last[0]}: "
-                        "a document must lie in one part file"
-                    )
-                # rows where a new document starts (only there may a shard end), compared by Arrow:
-                # strings as Python objects were most of a driver's scan (1.7 s per 100 M words)
-                changed = pc.fill_null(pc.not_equal(docs.slice(1), docs.slice(0, max(0, len(docs) - 1))), True)
-                starts = np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1 + row
-                if len(docs) and (last is None or first != last):
-                    starts = np.r_[row, starts]
-                # each shard ends at the first document start at least ``target`` rows after its own
-                at = int(np.searchsorted(starts, start + target))
-                while at < len(starts):
-                    here = int(starts[at])
-                    shards.append(RowShard(file, len(shards), start, here, source))
-                    start = here
-                    at = int(np.searchsorted(starts, start + target))
-                last = docs[len(docs) - 1].as_py() if len(docs) else last
-                row += len(docs)
-            if row > start:
-                if row - start < target // 4 and shards and shards[-1].path == file:
-                    # a short tail (after long documents) joins the file's last shard
-                    shards[-1] = RowShard(file, shards[-1].index, shards[-1].start, row, source)
-                else:
-                    shards.append(RowShard(file, len(shards), start, row, source))
-            previous_last = (file, last) if last is not None else previous_last
+    previous: tuple[int, str, str] | None = None  # (source, file, last document) of the last file with rows
+    for (source, file), result in zip(files, scanned):
+        if isinstance(result, io.InputError):  # raised in file order, whatever the batches
+            raise result
+        cuts, first, last = result
+        if previous and previous[0] == source and first is not None and first == previous[2]:
+            raise io.InputError(
+                f"{file}: document {first!r} continues from {previous[1]}: a document must lie in one part file"
+            )
+        shards += [RowShard(file, len(shards) + k, start, stop, source) for k, (start, stop) in enumerate(cuts)]
+        previous = (source, file, last) if last is not None else previous
     return shards
+
+
+class _FileCuts:
+    """Picklable: part files -> for each, the row ranges of its shards (the rule of
+    :func:`row_shards`) with its first and last document id, or the InputError reading it."""
+
+    def __init__(self, rows_per_shard: int):
+        self.rows_per_shard = rows_per_shard
+
+    def __call__(self, files: tuple[str, ...]) -> list:
+        out: list = []
+        for file in files:
+            try:
+                out.append(file_cuts(file, self.rows_per_shard))
+            except io.InputError as exc:
+                out.append(exc)
+        return out
+
+
+def file_cuts(file: str, rows_per_shard: int) -> tuple[list[tuple[int, int]], str | None, str | None]:
+    """The row ranges of one Parquet file's shards, and its first and last document id (None: no rows)."""
+    reader = io.open_parquet(file)
+    if "doc_id" not in reader.schema_arrow.names:
+        raise io.InputError(f"{file}: not a segment table (no doc_id column)")
+    # the file cut into equal shards of about rows_per_shard: a part of 6,600 rows (5,000 and the
+    # copies oversampling inserted) is one shard, not 5,000 rows and 1,600
+    rows = reader.metadata.num_rows
+    target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
+    cuts: list[tuple[int, int]] = []
+    start, row, first, last = 0, 0, None, None
+    for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
+        docs = batch.column(0)
+        if not len(docs):
+            continue
+        if pa.types.is_dictionary(docs.type):
+            docs = docs.cast(docs.type.value_type)
+        head = docs[0].as_py()
+        first = head if first is None else first
+        # rows where a new document starts (only there may a shard end), compared by Arrow:
+        # strings as Python objects were most of a driver's scan (1.7 s per 100 M words)
+        changed = pc.fill_null(pc.not_equal(docs.slice(1), docs.slice(0, len(docs) - 1)), True)
+        starts = np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1 + row
+        if last is None or head != last:
+            starts = np.r_[row, starts]
+        # each shard ends at the first document start at least ``target`` rows after its own
+        at = int(np.searchsorted(starts, start + target))
+        while at < len(starts):
+            here = int(starts[at])
+            cuts.append((start, here))
+            start = here
+            at = int(np.searchsorted(starts, start + target))
+        last = docs[len(docs) - 1].as_py()
+        row += len(docs)
+    if row > start:
+        if row - start < target // 4 and cuts:  # a short tail (after long documents) joins the last shard
+            cuts[-1] = (cuts[-1][0], row)
+        else:
+            cuts.append((start, row))
+    return cuts, first, last
 
 
 def one_value(paths, column: str) -> bool:

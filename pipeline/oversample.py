@@ -441,7 +441,6 @@ def oversample_dataset(
     """``source`` (a split dataset) -> ``out`` (questions oversampled in train), ``augmented_out``
     (augmentation copies of train, for the audit) and the report."""
     engine = engine or EngineParams()
-    shards = row_shards(source, engine.shard_rows)
     augment = params.augment.model_dump() if params.augment is not None else None
     inputs = [source, *([confusables] if confusables else [])]
     with io.Outputs(inputs=inputs) as outputs:
@@ -451,6 +450,7 @@ def oversample_dataset(
         scratch = outputs.scratch(out)
         plan = io.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            shards = row_shards(source, engine.shard_rows, runner)
             tallies = [r.payload for r in run_step(runner, _Tally(), shards, label="oversample: counts")]
             words = sum(t["words"] for t in tallies)
             questions = sum(t["questions"] for t in tallies)

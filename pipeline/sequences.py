@@ -550,8 +550,8 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         tokenizer_folder = outputs.dataset(tokenizer_out)
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
-        shards = row_shards(source, engine.shard_rows)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            shards = row_shards(source, engine.shard_rows, runner)
             if params.tokenizer == "train":
                 counts = normalized_counts(count_train_words(runner, shards), params.lowercase)
                 started = time.perf_counter()

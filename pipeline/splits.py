@@ -465,7 +465,6 @@ def split_dataset(
 ) -> dict:
     """Split the corpora into the dataset ``out`` (a folder of parts) and write the report."""
     engine = engine or EngineParams()
-    shards = row_shards([i.path for i in inputs], engine.shard_rows)
     with io.Outputs(inputs=[i.path for i in inputs]) as outputs:
         folder = outputs.dataset(out)
         report_path = outputs.file(report)
@@ -473,6 +472,7 @@ def split_dataset(
         exchange, keys_folder = io.join(scratch, "hashes"), io.join(scratch, "keys")
         io.make_folder(keys_folder)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            shards = row_shards([i.path for i in inputs], engine.shard_rows, runner)
             rule = None
             if params.counts is not None:
                 n = sum(params.counts.values())

@@ -43,24 +43,27 @@ def line_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(content start, content end, next line start) of the lines of ``data``, a run of whole
     lines (a last line without terminator counts; a CR at the end is a line end of its own)."""
     n = len(data)
-    lf = data == 10
-    cr = data == 13
-    lone_cr = cr.copy()
-    lone_cr[:-1] &= ~lf[1:]
-    terminators = np.flatnonzero(lf | lone_cr)
-    ends = terminators.copy()
-    crlf = lf[terminators] & (terminators > 0)
-    crlf[crlf] &= cr[terminators[crlf] - 1]
-    ends[crlf] -= 1
-    nexts = terminators + 1
+    if not (data == 13).any():  # LF only, the usual file: one pass finds every line end
+        ends = np.flatnonzero(data == 10).astype(np.int64)
+        nexts = ends + 1
+    else:
+        lf = data == 10
+        cr = data == 13
+        lone_cr = cr.copy()
+        lone_cr[:-1] &= ~lf[1:]
+        terminators = np.flatnonzero(lf | lone_cr)
+        ends = terminators.astype(np.int64)
+        crlf = lf[terminators] & (terminators > 0)
+        crlf[crlf] &= cr[terminators[crlf] - 1]
+        ends[crlf] -= 1
+        nexts = terminators.astype(np.int64) + 1
     starts = np.r_[0, nexts[:-1]].astype(np.int64) if len(nexts) else np.zeros(0, np.int64)
-    if not len(nexts) or nexts[-1] < n:
-        tail_start = nexts[-1] if len(nexts) else 0
-        if tail_start < n:
-            starts = np.r_[starts, tail_start]
-            ends = np.r_[ends, n]
-            nexts = np.r_[nexts, n]
-    return starts.astype(np.int64), ends.astype(np.int64), nexts.astype(np.int64)
+    tail_start = int(nexts[-1]) if len(nexts) else 0
+    if tail_start < n:
+        starts = np.r_[starts, tail_start]
+        ends = np.r_[ends, n]
+        nexts = np.r_[nexts, n]
+    return starts, ends.astype(np.int64), nexts.astype(np.int64)
 
 
 def blank_flags(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -69,14 +72,20 @@ def blank_flags(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     nonempty = np.flatnonzero(ends > starts)
     if not len(nonempty):
         return blank
-    classes = _CLASS[data]
-    # the highest class in each line: 2, a visible character; 1, only bytes to look at (a line's
-    # terminator is class 0, so reducing up to the next line's start is the same)
-    top = np.zeros(len(starts), dtype=np.int8)
-    top[nonempty] = np.maximum.reduceat(classes, starts[nonempty])
-    blank = top == 0
-    undecided = np.flatnonzero(top == 1)
-    for i in undecided.tolist():
+    # a line whose first byte starts a visible character is not blank (most lines: their other
+    # bytes are not looked at); the others by the highest class of their bytes: 2, a visible
+    # character; 1, only bytes to decode and look at; 0, blank
+    first = _CLASS[data[starts[nonempty]]]
+    blank[nonempty[first == 2]] = False
+    rest = nonempty[first != 2]
+    if not len(rest):
+        return blank
+    lengths = ends[rest] - starts[rest]
+    offsets = np.r_[0, np.cumsum(lengths)]
+    at = np.repeat(starts[rest] - offsets[:-1], lengths) + np.arange(offsets[-1])
+    top = np.maximum.reduceat(_CLASS[data[at]], offsets[:-1])
+    blank[rest] = top == 0
+    for i in rest[top == 1].tolist():
         text = bytes(data[starts[i] : ends[i]]).decode("utf-8", errors="replace")
         blank[i] = _BLANK_TEXT.fullmatch(text) is not None
     return blank

@@ -41,3 +41,29 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
         assert size["io_floor"][kind]["seconds"] > 0
         assert re.search(rf"^\s+floor {kind}\s+[\d.]+\s+[\d,]+$", proc.stdout, re.M), proc.stdout
     assert "Gupta 2021 Table 1" in proc.stdout
+
+
+def test_extrapolation_divides_passes_among_workers_and_not_the_serial_part(shared, root, monkeypatch):
+    """Amdahl's law over a stage's log: its passes over shards are divided among the workers, the
+    rest (start-up, driver work, the tokenizer's training) is not, and grows on the line through
+    the two largest sizes."""
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import bench_scale
+
+    def size(words, seconds, passes):
+        return {"target_words": words, "words": words, "workers": 2,
+                "stages": {"sequences": {"seconds": seconds, "passes": passes}}}  # fmt: skip
+
+    small = size(10**7, 3.0, {"sequences: tokenizer words": 1.0, "sequences x: tokenizer training": 0.5})
+    large = size(10**8, 20.0, {"sequences: tokenizer words": 14.0, "sequences x: tokenizer training": 4.0})
+    assert bench_scale.serial_seconds(small["stages"]["sequences"]) == 2.0  # training is serial
+    assert bench_scale.serial_seconds(large["stages"]["sequences"]) == 6.0
+    lines, table = bench_scale.extrapolate([small, large])
+    total = table["total_words"]
+    serial = 6.0 + (6.0 - 2.0) / 9e7 * (total - 1e8)
+    got = table["stages"]["sequences"]
+    assert got["serial"] == pytest.approx(serial)
+    for workers in (1, 8, 64):  # 14 s of passes on 2 workers: 28 worker-seconds per 1e8 words
+        assert got[workers] == pytest.approx(serial + 28.0 * total / 1e8 / workers)
+    assert got[64] < got[8] < got[1] and got[64] > serial
+    assert any(line.lstrip().startswith("sequences") for line in lines)

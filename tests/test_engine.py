@@ -49,6 +49,46 @@ def test_shards_do_not_depend_on_the_scan_block(hindi, tmp_path, monkeypatch, bl
     assert len(expected) > 3 and expected[-1].stop_byte == path.stat().st_size
 
 
+def _lines_by_rule(data: bytes) -> list[tuple[int, int, int]]:
+    """(content start, content end, next start) per line, byte by byte: LF, CRLF or a lone CR ends
+    a line; a last line without one counts."""
+    out, start, i = [], 0, 0
+    while i < len(data):
+        if data[i] == 10 or data[i] == 13:
+            step = 2 if data[i] == 13 and data[i + 1 : i + 2] == b"\n" else 1
+            out.append((start, i, i + step))
+            start = i = i + step
+        else:
+            i += 1
+    return out + ([(start, len(data), len(data))] if start < len(data) else [])
+
+
+def test_line_bounds_and_blank_lines_follow_the_rule():
+    """The scan's line ends (a fast path for text without CR) and blank flags (most lines decided
+    by their first byte) against the rule applied line by line: the module doc's blank rule on the
+    decoded line, over LF, CRLF and lone CR files with whitespace, controls and invisible characters."""
+    import random
+
+    import numpy as np
+
+    from pipeline.textfiles import _BLANK_TEXT, blank_flags, line_bounds
+
+    pieces = ["word", "शब्द", "中", " ", "\t", "\x00", "\x7f", "\u00a0", "\u2003", "\u3000", "\u1680"]
+    pieces += ["\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff", "\u00ad", "\u2028"]
+    rng = random.Random(14)
+    for _ in range(2000):
+        crlf = rng.random() < 0.5  # half the texts without CR: the fast path
+        terminators = ["\n", "\r\n", "\r"] if crlf else ["\n"]
+        lines = ["".join(rng.choices(pieces, k=rng.choice([0, 1, 2, 5]))) + rng.choice(terminators) for _ in range(20)]
+        data = ("".join(lines) + rng.choice(["", "x", " "])).encode()
+        expected = _lines_by_rule(data)
+        array = np.frombuffer(data, np.uint8)
+        starts, ends, nexts = line_bounds(array)
+        assert list(zip(starts.tolist(), ends.tolist(), nexts.tolist())) == expected, data
+        blank = [_BLANK_TEXT.fullmatch(data[a:b].decode()) is not None for a, b, _ in expected]
+        assert blank_flags(array, starts, ends).tolist() == blank, data
+
+
 # every reader over a real corpus, with the options it is used with
 READERS = {
     "text": ("hi", "indic/flores/hin_Deva.devtest", {"doc_boundary": "line", "quoting": "csv"}),

@@ -136,13 +136,39 @@ def test_align_by_order_across_shards(talks, tmp_path):
 
 
 def test_a_document_across_part_files_is_refused(talks, tmp_path):
+    """On every engine, and first in file order: an unreadable part after it, scanned in the same
+    task, does not hide it."""
+    from pipeline.executor import executor
+
     _folder, _ref, hyp = talks
-    first = hyp.slice(0, 10)
+    docs = hyp["doc_id"].to_pylist()
+    second = docs.index(next(d for d in docs if d != docs[0]))  # where the second document starts
     (tmp_path / "d").mkdir()
-    write_parquet(first.slice(0, 5), tmp_path / "d" / "part-00000.parquet")
-    write_parquet(first.slice(5), tmp_path / "d" / "part-00001.parquet")
+    write_parquet(hyp.slice(0, second), tmp_path / "d" / "part-00000.parquet")
+    write_parquet(hyp.slice(second, 2), tmp_path / "d" / "part-00001.parquet")
+    write_parquet(hyp.slice(second + 2, 2), tmp_path / "d" / "part-00002.parquet")
     with pytest.raises(InputError, match="continues from"):
         row_shards(tmp_path / "d", 100)
+    for k in range(3, 8):  # inline, files go two to a task: parts 2 and 3 together
+        (tmp_path / "d" / f"part-{k:05d}.parquet").write_bytes(b"not parquet")
+    for _name, engine, workers in (("inline", "inline", 1), *ENGINES):
+        with executor(engine, workers) as runner, pytest.raises(InputError, match=r"part-00002\.parquet: document"):
+            row_shards(tmp_path / "d", 100, runner)
+
+
+def test_row_shards_the_same_on_every_engine(talks, tmp_path):
+    """The files are scanned on the workers, a few to a task: the shards do not depend on it."""
+    from pipeline.executor import executor
+
+    _folder, _ref, hyp = talks
+    write_dataset(hyp, tmp_path / "parts", parts=7)
+    paths = [tmp_path / "parts", tmp_path / "parts"]  # two inputs: sources 0 and 1
+    expected = row_shards(paths, 30)
+    assert len({s.path for s in expected}) == 7 and {s.source for s in expected} == {0, 1}
+    assert [s.index for s in expected] == list(range(len(expected)))
+    for _name, engine, workers in ENGINES:
+        with executor(engine, workers) as runner:
+            assert row_shards(paths, 30, runner) == expected
 
 
 def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
