@@ -7,7 +7,7 @@ IWSLT 2012 XML (dev2010: 8 talks, 17 k words; their punctuation labels are maske
 learns from dev2012 alone) and scored on tst2012 (11 talks, 18 k words; no 8-gram of either is in
 dev2012).  The trained model then punctuates test2011 with ``predict_words`` (words/s).
 
-    python benchmarks/bench_train_minilm.py [--epochs 6] [--device auto] [--case]
+    python benchmarks/bench_train_minilm.py [--epochs 6] [--device auto] [--case] [--seed 1]
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=0)
     parser.add_argument("--case", action="store_true", help="also a capitalization head, on cased TED talks")
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1, help="the training seed (initialization, batches)")
     args = parser.parse_args()
     shared = require_shared()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -114,7 +115,7 @@ def main() -> None:
         "encoder_lr": 1e-4,
         "head_lr": 1e-3,
         "warmup": 0.1,
-        "seed": 1,
+        "seed": args.seed,
         "device": args.device,
         "workers": args.workers,
         "max_steps": args.max_steps,
