@@ -291,6 +291,7 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
 
 # a stage's log: each pass over the shards ends with its seconds; the tokenizer trainer logs its own
 PASS_LINE = re.compile(r"^(?P<label>[^\n]+?): (?P<done>\d+)/(?P=done) shards in (?P<seconds>[\d.]+) s$", re.M)
+TRAINER_PASS = ": tokenizer training"  # the label suffix of the BPE trainer's time, which runs in the driver
 TRAINER_LINE = re.compile(r"^(?P<label>[^\n]+?): tokenizer trained on [^\n]* in (?P<seconds>[\d.]+) s$", re.M)
 PACKING_PASS = re.compile(rf"^sequences {DATASET}$")  # tokenize + pack: what the sequences target is about
 
@@ -299,9 +300,7 @@ def passes(log_text: str) -> dict[str, float]:
     """Seconds of each pass a stage logged, in log order (wall seconds of the pass over all its
     shards); ingest's passes, one per corpus and process, summed."""
     found = [(m.start(), m["label"], float(m["seconds"])) for m in PASS_LINE.finditer(log_text)]
-    found += [
-        (m.start(), f"{m['label']}: tokenizer training", float(m["seconds"])) for m in TRAINER_LINE.finditer(log_text)
-    ]
+    found += [(m.start(), f"{m['label']}{TRAINER_PASS}", float(m["seconds"])) for m in TRAINER_LINE.finditer(log_text)]
     out: dict[str, float] = {}
     for _, label, seconds in sorted(found):
         label = "ingest: every corpus" if label.startswith("ingest ") else label
@@ -395,7 +394,7 @@ def serial_seconds(stage: dict) -> float:
     """A stage's seconds outside its passes over shards: start-up, the driver's scans, folds and
     reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
     not share."""
-    parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(": tokenizer training"))
+    parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(TRAINER_PASS))
     return max(0.0, stage["seconds"] - parallel)
 
 

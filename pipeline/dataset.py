@@ -56,12 +56,12 @@ def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> li
     files = [(source, str(file)) for source, path in enumerate(paths) for file in io.parquet_files(path)]
     runner = runner or Executor()
     per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
-    batches = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
-    scanned = (cut for batch in runner.imap(_FileCuts(rows_per_shard), batches) for cut in batch)
+    tasks = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
+    scanned = (cut for task in runner.imap(_FileCuts(rows_per_shard), tasks) for cut in task)
     shards: list[RowShard] = []
     previous: tuple[int, str, str] | None = None  # (source, file, last document) of the last file with rows
     for (source, file), result in zip(files, scanned):
-        if isinstance(result, io.InputError):  # raised in file order, whatever the batches
+        if isinstance(result, io.InputError):  # raised in file order, whatever the tasks
             raise result
         cuts, first, last = result
         if previous and previous[0] == source and first is not None and first == previous[2]:
@@ -116,12 +116,9 @@ def file_cuts(file: str, rows_per_shard: int) -> tuple[list[tuple[int, int]], st
         if last is None or head != last:
             starts = np.r_[row, starts]
         # each shard ends at the first document start at least ``target`` rows after its own
-        at = int(np.searchsorted(starts, start + target))
-        while at < len(starts):
-            here = int(starts[at])
-            cuts.append((start, here))
-            start = here
-            at = int(np.searchsorted(starts, start + target))
+        while (at := int(np.searchsorted(starts, start + target))) < len(starts):
+            cuts.append((start, int(starts[at])))
+            start = int(starts[at])
         last = docs[len(docs) - 1].as_py()
         row += len(docs)
     if row > start:

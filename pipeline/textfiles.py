@@ -44,7 +44,7 @@ def line_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lines (a last line without terminator counts; a CR at the end is a line end of its own)."""
     n = len(data)
     if not (data == 13).any():  # LF only, the usual file: one pass finds every line end
-        ends = np.flatnonzero(data == 10).astype(np.int64)
+        ends = np.flatnonzero(data == 10).astype(np.int64, copy=False)
         nexts = ends + 1
     else:
         lf = data == 10
@@ -63,7 +63,7 @@ def line_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         starts = np.r_[starts, tail_start]
         ends = np.r_[ends, n]
         nexts = np.r_[nexts, n]
-    return starts, ends.astype(np.int64), nexts.astype(np.int64)
+    return starts, ends, nexts
 
 
 def blank_flags(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
