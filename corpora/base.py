@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.ingest import ingest_table
+from pipeline.normalize import value_offsets
 from pipeline.schema import segments_table
 from pipeline.step import Counts
 
@@ -63,17 +64,23 @@ def lines_table(
     corpus: str, lang: str, doc_names: list[str], seg: np.ndarray, labelled, keep: np.ndarray, labels=None
 ) -> pa.Table:
     """Segments of the ``keep`` lines of a labelled block (``labels`` replaces the labelled ones)."""
-    idx = pa.array(np.flatnonzero(keep))
-    return segments_table(
-        corpus,
-        lang,
-        [name for name, k in zip(doc_names, keep) if k],
-        seg[keep],
-        labelled.words.take(idx),
-        (labels if labels is not None else labelled.labels).take(idx),
-        case=labelled.case.take(idx),
-        surface=labelled.surface.take(idx),
-    )
+    labels = labels if labels is not None else labelled.labels
+    columns = (labelled.words, labels, labelled.case, labelled.surface)
+    if not keep.all():
+        columns = tuple(_keep_rows(column, keep) for column in columns)
+        doc_names, seg = [name for name, k in zip(doc_names, keep) if k], seg[keep]
+    words, labels, case, surface = columns
+    return segments_table(corpus, lang, doc_names, seg, words, labels, case=case, surface=surface)
+
+
+def _keep_rows(column: pa.ListArray, keep: np.ndarray) -> pa.ListArray:
+    """The ``keep`` rows of a list column.  Where the rows left out are empty lists (lines without
+    words), the kept rows' values are all the values: only the offsets change, nothing is copied."""
+    offsets = value_offsets(column)
+    if (offsets[1:][~keep] == offsets[:-1][~keep]).all():
+        kept = np.append(offsets[:-1][keep], offsets[-1]) - offsets[0]
+        return pa.ListArray.from_arrays(pa.array(kept), column.values.slice(offsets[0], kept[-1]))
+    return column.take(pa.array(np.flatnonzero(keep)))
 
 
 def stem(path) -> str:

@@ -81,7 +81,9 @@ def segments_table(
     case: Sequence[Sequence[str]] | pa.Array | None = None,
     surface: Sequence[Sequence[str | None]] | pa.Array | None = None,
 ) -> pa.Table:
-    """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null."""
+    """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null.
+
+    A list column of dictionary-encoded strings stays encoded (as it is written)."""
     n = len(doc_ids)
     words = _as(words, pa.list_(pa.string()))
     columns = [
@@ -95,7 +97,9 @@ def segments_table(
         _as(surface, pa.list_(pa.string())) if surface is not None else constant_per_word(words, None),
         _as(split, pa.string()) if split is not None else pa.nulls(n, pa.string()),
     ]
-    table = pa.Table.from_arrays(columns, schema=SEGMENT_SCHEMA)
+    fields = [field.with_type(column.type) for field, column in zip(SEGMENT_SCHEMA, columns)]
+    schema = pa.schema(fields, metadata=SEGMENT_SCHEMA.metadata)
+    table = pa.Table.from_arrays(columns, schema=schema)
     validate(table)
     return table
 
@@ -121,8 +125,17 @@ def _as(values, type_):
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
-        return values if values.type == type_ else values.cast(type_)
+        if values.type == type_ or values.type == _encoded(type_):
+            return values
+        return values.cast(type_)
     return pa.array(values, type_)
+
+
+def _encoded(type_: pa.DataType) -> pa.DataType | None:
+    """The dictionary-encoded form of a list<string> type (as ``pc.dictionary_encode`` makes it)."""
+    if pa.types.is_list(type_) and pa.types.is_string(type_.value_type):
+        return pa.list_(pa.dictionary(pa.int32(), pa.string()))
+    return None
 
 
 def _check_per_word(table: pa.Table, column: str, where: str, lengths) -> None:
@@ -135,6 +148,9 @@ def _check_per_word(table: pa.Table, column: str, where: str, lengths) -> None:
 
 def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None:
     flat = pc.list_flatten(table.column(column))
+    if pa.types.is_dictionary(flat.type):  # the values used, not every word's
+        flat = flat.combine_chunks() if isinstance(flat, pa.ChunkedArray) else flat
+        flat = flat.dictionary.take(pc.unique(flat.indices).drop_null())
     unknown = pc.invert(pc.is_in(flat, value_set=pa.array(allowed)))
     if pc.any(unknown).as_py():
         bad = flat.filter(unknown)[0].as_py()

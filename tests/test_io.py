@@ -56,3 +56,36 @@ def test_not_a_parquet(tmp_path):
 def test_write_json_atomic(tmp_path):
     io.write_json({"a": 1}, tmp_path / "d" / "m.json")
     assert json.loads((tmp_path / "d" / "m.json").read_text()) == {"a": 1}
+
+
+def test_encoded_label_columns_write_the_bytes_of_plain_ones(tmp_path):
+    """A segment table whose label and case lists are dictionary-encoded (as the labeller builds
+    them) stays encoded, writes the same bytes as the plain table, and reads back as strings."""
+    import pyarrow.compute as pc
+
+    words, labels, case = [["a", "b"], [], ["c"]], [["PERIOD", "O"], [], ["QUESTION"]], [["U", "O"], [], ["A"]]
+
+    def encoded(lists):
+        plain = pa.array(lists, pa.list_(pa.string()))
+        return pa.ListArray.from_arrays(plain.offsets, pc.dictionary_encode(plain.values))
+
+    plain = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, labels, case=case)
+    coded = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, encoded(labels), case=encoded(case))
+    assert pa.types.is_dictionary(coded.schema.field("labels").type.value_type)
+    io.write_parquet(plain, tmp_path / "plain.parquet")
+    io.write_parquet(coded, tmp_path / "coded.parquet")
+    assert (tmp_path / "plain.parquet").read_bytes() == (tmp_path / "coded.parquet").read_bytes()
+    assert io.read_segments(tmp_path / "coded.parquet").equals(plain)
+
+
+def test_schema_checks_the_labels_an_encoded_column_uses():
+    """An unknown label in an encoded column is refused; a dictionary value no word uses is not a label."""
+    dictionary = pa.array(["O", "BANG"], pa.string())
+
+    def column(indices):
+        values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
+        return pa.ListArray.from_arrays(pa.array([0, len(indices)], pa.int32()), values)
+
+    assert segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 0]))["labels"].to_pylist() == [["O", "O"]]
+    with pytest.raises(SchemaError, match="unknown label 'BANG'"):
+        segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 1]))

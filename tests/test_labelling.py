@@ -165,3 +165,74 @@ def test_every_whitespace_of_the_utf8_split_separates_words():
     out = label_lines(["a\u00a0b, c\x1cd.", "e\u3000f?", "g\x1fh"], get_language("en"))
     assert out.words.to_pylist() == [["a", "b", "c", "d"], ["e", "f"], ["g", "h"]]
     assert out.labels.to_pylist() == [["O", "COMMA", "O", "PERIOD"], ["O", "QUESTION"], ["O", "O"]]
+
+
+def test_coded_labels_are_the_dictionary_encoding_of_the_strings():
+    """Labels and case labels are built as the written column's dictionary straight from their
+    codes: the same array as encoding the strings (values in order of first appearance), so the
+    files written are the same bytes; an order by code, or unused values kept, would fail it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.labelling import coded
+
+    vocabulary = pa.array(["O", "COMMA", "PERIOD", "QUESTION"], pa.string())
+    rng = np.random.default_rng(7)
+    cases = [[], [0], [3], [2, 2, 0], [3, 1, 0, 1, 2]] + [rng.integers(0, k, size=n).tolist() for k, n in
+                                                        ((4, 1000), (2, 50), (4, 7))]  # fmt: skip
+    cases += [(rng.integers(1, 4, size=200)).tolist()]  # the first value is not O
+    for codes in cases:
+        codes = np.array(codes, dtype=np.int8)
+        expected = pc.dictionary_encode(vocabulary.take(pa.array(codes, pa.int8())))
+        got = coded(vocabulary, codes)
+        assert got.type == expected.type
+        assert got.dictionary.equals(expected.dictionary) and got.indices.equals(expected.indices), codes[:10]
+
+
+def test_labelled_columns_are_encoded_and_decode_to_the_labels():
+    """label_lines gives labels and case as dictionary-encoded lists whose values are the labels."""
+    import pyarrow as pa
+
+    out = label_lines(["Hello, World. NASA?", "", "iPhone ok"], get_language("en"))
+    assert pa.types.is_dictionary(out.labels.type.value_type) and pa.types.is_dictionary(out.case.type.value_type)
+    assert out.labels.to_pylist() == [["COMMA", "PERIOD", "QUESTION"], [], ["O", "O"]]
+    assert out.case.to_pylist() == [["U", "U", "A"], [], ["M", "O"]]
+
+
+def test_control_characters_become_spaces_and_tabs_stay():
+    """The byte scan's quick check (any byte below 0x20, or DEL) lets tabs through to the exact
+    table and finds a DEL alone; a text with neither comes back untouched."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from pipeline.normalize import replace_controls
+
+    counts = Counter()
+    out = replace_controls(pa.array(["a\tb", "c\x7fd", "plain", "e\x00f\x1f"]), counts)
+    assert out.to_pylist() == ["a\tb", "c d", "plain", "e f "] and counts["control_characters_made_spaces"] == 3
+    for lines in (["only\ttabs", "x"], ["only\x7fdel"]):
+        counts = Counter()
+        assert replace_controls(pa.array(lines), counts).to_pylist() == [s.replace("\x7f", " ") for s in lines]
+        assert counts["control_characters_made_spaces"] == sum(s.count("\x7f") for s in lines)
+    clean = pa.array(["nothing to do", "नमस्ते"])
+    assert replace_controls(clean) is clean
+
+
+def test_other_script_words_found_by_the_letter_test_on_the_rest_only():
+    """A word is in another script when it has a letter and none in the language's scripts: the
+    letter test, run only on the words without a character of those scripts, gives the result
+    of both tests run on every word."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.labelling import _other_script
+
+    words = ["नमस्ते", "COVID", "123", "", "x१", "—", "Ⓐ", "कोविड-19", "ஒன்று", "abc", "١٢", "ü", "%"] * 50
+    array = pa.array(words, pa.string())
+    for scripts in (("Devanagari",), ("Tamil",), ("Devanagari", "Latin")):
+        own = "|".join(f"\\p{{{s}}}" for s in scripts)
+        both = pc.and_(pc.match_substring_regex(array, r"\pL"), pc.invert(pc.match_substring_regex(array, own)))
+        assert _other_script(array, scripts).tolist() == both.to_pylist()
+    assert _other_script(array.slice(1, 3), ("Devanagari",)).tolist() == [True, False, False]

@@ -106,3 +106,28 @@ def test_transcript_all_labels_o_and_marks_counted(tmp_path):
 def test_unknown_reader():
     with pytest.raises(ValueError, match="unknown reader 'xml'"):
         get_reader("xml")
+
+
+def test_lines_without_words_leave_without_copying_the_others():
+    """The rows a reader keeps of a labelled block: where the rows left out are empty (lines
+    without words) only the offsets change; either way the result is ``take``'s, also on a slice
+    whose offsets do not start at 0 and on dictionary-encoded values."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from corpora.base import _keep_rows
+
+    lists = [["a", "b"], [], ["c"], [], [], ["d", "e", "f"], ["g"], []]
+    plain = pa.array(lists, pa.list_(pa.string()))
+    encoded = pa.ListArray.from_arrays(plain.offsets, pc.dictionary_encode(plain.values))
+    rng = np.random.default_rng(3)
+    for column in (plain, encoded, plain.slice(2, 5), encoded.slice(1, 6)):
+        n = len(column)
+        nonempty = pc.list_value_length(column).to_numpy(zero_copy_only=False) > 0
+        keeps = [nonempty, np.ones(n, bool), np.zeros(n, bool), *(rng.random(n) < 0.5 for _ in range(20))]
+        for keep in keeps:
+            expected = column.take(pa.array(np.flatnonzero(keep), pa.int64()))
+            got = _keep_rows(column, keep)
+            assert got.to_pylist() == expected.to_pylist(), keep
+            assert got.type == column.type
