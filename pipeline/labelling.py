@@ -170,7 +170,7 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
 def coded(vocabulary: pa.Array, codes: np.ndarray) -> pa.DictionaryArray:
     """``vocabulary.take(codes)`` dictionary-encoded exactly as ``pc.dictionary_encode`` encodes it
     (the values present, in order of first appearance), made from the codes: the column as it is
-    written, without building and hashing a string per word (a tenth of an ingest's time)."""
+    written, without building and hashing a string per word (1.4 s of 25 s ingesting Hindi)."""
     codes = np.asarray(codes, dtype=np.intp)
     present = np.flatnonzero(np.bincount(codes, minlength=len(vocabulary)))
     order = present[np.argsort([int(np.argmax(codes == code)) for code in present])]
