@@ -29,6 +29,7 @@ from .case import case_of_stored
 from .labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, RENDERED_MARK
 from .languages import Language
 from .normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
+from .schema import encoded_codes
 
 _LABEL_ARRAY = pa.array(LABELS, pa.string())
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
@@ -167,18 +168,6 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
-def coded(vocabulary: pa.Array, codes: np.ndarray) -> pa.DictionaryArray:
-    """``vocabulary.take(codes)`` dictionary-encoded exactly as ``pc.dictionary_encode`` encodes it
-    (the values present, in order of first appearance), made from the codes: the column as it is
-    written, without building and hashing a string per word (1.4 s of 25 s ingesting Hindi)."""
-    codes = np.asarray(codes, dtype=np.intp)
-    present = np.flatnonzero(np.bincount(codes, minlength=len(vocabulary)))
-    order = present[np.argsort([int(np.argmax(codes == code)) for code in present])]
-    position = np.zeros(len(vocabulary), dtype=np.int32)
-    position[order] = np.arange(len(order), dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(position[codes]), vocabulary.take(pa.array(order, pa.int64())))
-
-
 _CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
 _O, _U, _A, _M = (CASE_TO_ID[c] for c in CASE_LABELS)
 
@@ -219,7 +208,7 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
         mask = np.zeros(len(original), dtype=bool)
         mask[rows] = True
         surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
-    return coded(_CASE_ARRAY, codes), surface
+    return encoded_codes(_CASE_ARRAY, codes), surface
 
 
 def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> Labelled:
@@ -309,7 +298,7 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> 
     words = _lower(original) if language.lowercase else original
     case, surface = case_labels(original, words)
     offsets = pa.array(offsets.astype(np.int32))
-    labels = coded(_LABEL_ARRAY, word_codes)
+    labels = encoded_codes(_LABEL_ARRAY, word_codes)
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),

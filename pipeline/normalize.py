@@ -127,7 +127,7 @@ def replace_controls(lines: pa.Array, counts: Counter | None = None) -> pa.Array
         return lines
     offsets = value_offsets(lines)
     data = value_data(lines)[offsets[0] : offsets[-1]]
-    # two comparisons over the bytes cost a tenth of a table lookup; most text has none
+    # two comparisons over the bytes cost a fifth of the table lookup; most text has none
     if not ((data < 0x20).any() or (data == 0x7F).any()):
         return lines
     positions = np.flatnonzero(_CONTROL_BYTES[data])

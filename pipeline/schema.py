@@ -125,17 +125,10 @@ def _as(values, type_):
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
-        if values.type == type_ or values.type == _encoded(type_):
+        if values.type == type_ or (type_ == _STRINGS and values.type == ENCODED_STRINGS):
             return values
         return values.cast(type_)
     return pa.array(values, type_)
-
-
-def _encoded(type_: pa.DataType) -> pa.DataType | None:
-    """The dictionary-encoded form of a list<string> type (as ``pc.dictionary_encode`` makes it)."""
-    if pa.types.is_list(type_) and pa.types.is_string(type_.value_type):
-        return pa.list_(pa.dictionary(pa.int32(), pa.string()))
-    return None
 
 
 def _check_per_word(table: pa.Table, column: str, where: str, lengths) -> None:
@@ -205,6 +198,11 @@ def with_column(table: pa.Table, name: str, values) -> pa.Table:
 # ----------------------------------------------------------------- words and labels as codes
 
 
+_STRINGS = pa.list_(pa.string())
+#: a list<string> column dictionary-encoded, as :func:`as_dictionaries` writes it
+ENCODED_STRINGS = pa.list_(pa.dictionary(pa.int32(), pa.string()))
+
+
 def dictionary_columns(schema: pa.Schema) -> list[str]:
     """The list<string> columns of a table (words, labels, case, surface): stored and read as
     dictionaries, so a pass that only counts or filters them never builds millions of strings."""
@@ -234,6 +232,19 @@ def flat_dictionary(column) -> tuple[np.ndarray, pa.Array]:
     if not pa.types.is_dictionary(flat.type):
         flat = pc.dictionary_encode(flat)
     return flat.indices.to_numpy(zero_copy_only=False).astype(np.int64), flat.dictionary
+
+
+def encoded_codes(vocabulary: pa.Array, codes: np.ndarray) -> pa.DictionaryArray:
+    """``vocabulary.take(codes)`` dictionary-encoded exactly as ``pc.dictionary_encode`` encodes it
+    (the values present, in order of first appearance), made from the codes (the inverse of
+    :func:`flat_codes`): the column as it is written, without building and hashing a string per
+    word (1.4 s of 25 s ingesting Hindi)."""
+    codes = np.asarray(codes, dtype=np.intp)
+    present = np.flatnonzero(np.bincount(codes, minlength=len(vocabulary)))
+    order = present[np.argsort([int(np.argmax(codes == code)) for code in present])]
+    position = np.zeros(len(vocabulary), dtype=np.int32)
+    position[order] = np.arange(len(order), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(position[codes]), vocabulary.take(pa.array(order, pa.int64())))
 
 
 def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:

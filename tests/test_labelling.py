@@ -175,7 +175,7 @@ def test_coded_labels_are_the_dictionary_encoding_of_the_strings():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.labelling import coded
+    from pipeline.schema import encoded_codes
 
     vocabulary = pa.array(["O", "COMMA", "PERIOD", "QUESTION"], pa.string())
     rng = np.random.default_rng(7)
@@ -185,7 +185,7 @@ def test_coded_labels_are_the_dictionary_encoding_of_the_strings():
     for codes in cases:
         codes = np.array(codes, dtype=np.int8)
         expected = pc.dictionary_encode(vocabulary.take(pa.array(codes, pa.int8())))
-        got = coded(vocabulary, codes)
+        got = encoded_codes(vocabulary, codes)
         assert got.type == expected.type
         assert got.dictionary.equals(expected.dictionary) and got.indices.equals(expected.indices), codes[:10]
 
