@@ -444,6 +444,8 @@ def hours(seconds: float) -> str:
 
 def run_sizes(args) -> list[dict]:
     sizes = sorted(int(float(w)) for w in args.words.split(","))
+    if args.tmp:
+        os.makedirs(args.tmp, exist_ok=True)
     free = shutil.disk_usage(args.tmp or tempfile.gettempdir()).free
     need = 60 * max(sizes)  # corpus text and the stages' Parquet: about 60 bytes a word
     if need > free:

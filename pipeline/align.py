@@ -53,13 +53,11 @@ from rapidfuzz.distance import Levenshtein
 
 from .executor import map_ordered
 from .labels import CASE_LABELS, CASE_TO_ID, LABELS
-from .schema import segments_table
+from .schema import CASE_VALUES, LABEL_VALUES, segments_table
 from .scripts import dominant_script
 from .verbalize import NUMERIC_PATTERN, label_positions
 
 POLICIES = ("guerreiro", "ueffing", "nearest")
-_LABEL_ARRAY = pa.array(LABELS, pa.string())
-_CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
 _CASE_O, _CASE_U, _CASE_M = (CASE_TO_ID[c] for c in ("O", "U", "M"))
 # unit words after which the hypothesis's "a" means "one" (a hundred, a thousand)
 _A_MEANS_ONE = frozenset({"hundred", "thousand", "million", "billion", "trillion"})
@@ -473,12 +471,12 @@ def _documents(table: pa.Table, with_case: bool = False) -> dict[str, _Document]
     if table.num_rows == 0:
         return {}
     words = pc.list_flatten(table["words"].combine_chunks())
-    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=_LABEL_ARRAY).to_numpy(
+    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=LABEL_VALUES).to_numpy(
         zero_copy_only=False
     )
     case = surface = None
     if with_case:
-        case = pc.index_in(pc.list_flatten(table["case"].combine_chunks()), value_set=_CASE_ARRAY).to_numpy(
+        case = pc.index_in(pc.list_flatten(table["case"].combine_chunks()), value_set=CASE_VALUES).to_numpy(
             zero_copy_only=False
         )
         surface = pc.list_flatten(table["surface"].combine_chunks())
@@ -678,7 +676,7 @@ def align_part(
     # the hypothesis's own words, segments and case, labels from the transfer
     words_column = hyp["words"].combine_chunks()
     offsets = pc.subtract(words_column.offsets, words_column.offsets[0]) if hyp.num_rows else pa.array([0], pa.int32())
-    labels_column = pa.ListArray.from_arrays(offsets, _LABEL_ARRAY.take(pa.array(hyp_codes)))
+    labels_column = pa.ListArray.from_arrays(offsets, LABEL_VALUES.take(pa.array(hyp_codes)))
     surface = pa.nulls(len(hyp_case), pa.string())
     if hyp_surface:
         rows = sorted(hyp_surface)
@@ -692,7 +690,7 @@ def align_part(
         hyp["seg_id"],
         hyp["words"],
         labels_column,
-        case=pa.ListArray.from_arrays(offsets, _CASE_ARRAY.take(pa.array(hyp_case))),
+        case=pa.ListArray.from_arrays(offsets, CASE_VALUES.take(pa.array(hyp_case))),
         surface=pa.ListArray.from_arrays(offsets, surface),
     )
     report.labels_after.update(label_counts(out))

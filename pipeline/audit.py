@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import hashsets
+from .dataset import read_rows, row_shards, value_changes
 from .executor import Executor
 from .labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
 from .schema import flat_codes, flat_dictionary
@@ -158,8 +159,6 @@ class AuditShard:
         if isinstance(shard, TableShard):
             table = shard.table
         else:
-            from .dataset import read_rows
-
             table = read_rows(shard, self.COLUMNS, dictionary=True)
         out: list[dict] = []
         groups: dict[tuple, tuple] = {}
@@ -209,8 +208,7 @@ class _Codes:
         self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
         self.labels, _ = flat_codes(table["labels"], LABELS)
         self.case, _ = flat_codes(table["case"], CASE_LABELS)
-        doc = table["doc_id"].to_numpy(zero_copy_only=False)
-        self.new_doc = np.r_[True, doc[1:] != doc[:-1]] if len(doc) else np.zeros(0, bool)
+        self.new_doc = value_changes(table["doc_id"])
         self.doc_hashes = hashsets.string_hashes(table["doc_id"])
         self.word_code, values = flat_dictionary(table["words"])
         self.n_words = len(values)
@@ -598,8 +596,6 @@ def audit_datasets(
 
 def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views: list[AuditView]) -> list:
     """:func:`audit_datasets` for several views of the same datasets, in one pass over them."""
-    from .dataset import row_shards
-
     return aggregate_views(runner, row_shards(paths, shard_rows, runner), folder, views)
 
 

@@ -150,6 +150,31 @@ def one_value(paths, column: str) -> bool:
     return len(seen) <= 1
 
 
+def value_changes(column) -> np.ndarray:
+    """Whether each value differs from the one before it (the first: True), compared in Arrow
+    (a numpy array of Python strings cost a string object per row)."""
+    n = len(column)
+    change = np.ones(n, dtype=bool)
+    if n > 1:
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if column.null_count:  # nulls equal each other, as Python's None == None
+            values = column.to_numpy(zero_copy_only=False)
+            change[1:] = values[1:] != values[:-1]
+        else:
+            change[1:] = pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    return change
+
+
+def document_index(table: pa.Table) -> np.ndarray:
+    """Document number (0, 1, ...) of each row: a document's rows are contiguous, so a new one
+    starts wherever corpus or doc_id changes."""
+    if table.num_rows == 0:
+        return np.zeros(0, np.int64)
+    change = value_changes(table["doc_id"]) | value_changes(table["corpus"])
+    return np.cumsum(change) - 1
+
+
 def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: bool = False) -> pa.Table:
     """The shard's rows, reading only the row groups that hold them; ``dictionary``: list<string>
     columns as dictionaries (5x faster to read; values are the same strings)."""

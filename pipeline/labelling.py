@@ -26,12 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .case import case_of_stored
-from .labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, RENDERED_MARK
+from .labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
 from .languages import Language
 from .normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
-from .schema import encoded_codes
+from .schema import CASE_VALUES, LABEL_VALUES, encoded_codes
 
-_LABEL_ARRAY = pa.array(LABELS, pa.string())
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
 _INITIALISM = r"^(\pL\.)+\pL$|^\p{Lu}$"
@@ -168,7 +167,6 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
-_CASE_ARRAY = pa.array(CASE_LABELS, pa.string())
 _O, _U, _A, _M = (CASE_TO_ID[c] for c in CASE_LABELS)
 
 
@@ -208,7 +206,7 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
         mask = np.zeros(len(original), dtype=bool)
         mask[rows] = True
         surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
-    return encoded_codes(_CASE_ARRAY, codes), surface
+    return encoded_codes(CASE_VALUES, codes), surface
 
 
 def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> Labelled:
@@ -298,7 +296,7 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> 
     words = _lower(original) if language.lowercase else original
     case, surface = case_labels(original, words)
     offsets = pa.array(offsets.astype(np.int32))
-    labels = encoded_codes(_LABEL_ARRAY, word_codes)
+    labels = encoded_codes(LABEL_VALUES, word_codes)
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),

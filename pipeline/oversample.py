@@ -32,12 +32,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import io
-from .dataset import RowShard, counts_of, each_step, finish, read_rows, read_segments, row_shards, run_step
+from .dataset import (
+    RowShard,
+    counts_of,
+    document_index,
+    each_step,
+    finish,
+    read_rows,
+    read_segments,
+    row_shards,
+    run_step,
+)
 from .executor import executor
 from .labels import LABELS
 from .params import EngineParams, OversampleParams
 from .schema import SCHEMA_NAME, concat, flat_codes, with_column
-from .splits import document_index, per_row_sum
+from .splits import per_row_sum
 from .step import Counts, StepResult
 
 log = logging.getLogger(__name__)

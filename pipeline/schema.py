@@ -201,6 +201,9 @@ def with_column(table: pa.Table, name: str, values) -> pa.Table:
 _STRINGS = pa.list_(pa.string())
 #: a list<string> column dictionary-encoded, as :func:`as_dictionaries` writes it
 ENCODED_STRINGS = pa.list_(pa.dictionary(pa.int32(), pa.string()))
+#: the label sets as Arrow arrays: codes -> strings by ``take``, or by :func:`encoded_codes`
+LABEL_VALUES = pa.array(LABELS, pa.string())
+CASE_VALUES = pa.array(CASE_LABELS, pa.string())
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

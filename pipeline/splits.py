@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import hashsets, io
-from .dataset import RowShard, counts_of, each_step, finish, read_rows, row_shards, run_step
+from .dataset import RowShard, counts_of, document_index, each_step, finish, read_rows, row_shards, run_step
 from .executor import executor
 from .labels import LABELS, SENTENCE_END_IDS
 from .params import SPLIT_NAMES, EngineParams, SplitParams
@@ -76,12 +76,35 @@ class SplitInput:
 
 @dataclass
 class _Docs:
-    """The documents of a shard's (filtered) rows, in order of appearance."""
+    """The documents of a shard, in order of appearance, as arrays (a key is made a Python tuple
+    only where a rule needs it: ties on the hash, the count splits' smallest keys)."""
 
-    table: pa.Table  # the rows kept by the segment and document filters
-    keys: list[tuple[float, str, str]]  # (hash, doc_id, corpus) per document
-    row_doc: np.ndarray  # document index of each row
-    strata: list[str] | None
+    table: pa.Table  # the shard's rows, all of them
+    keep: np.ndarray | None  # the rows the segment and document filters kept (None: all)
+    row_doc: np.ndarray  # document index of each kept row
+    hashes: np.ndarray  # per document, its key's hash
+    doc_ids: pa.Array
+    corpora: pa.Array
+    marks: np.ndarray | None  # per document, the bit mask of its marks (its stratum, see _MARK_STRATA)
+
+    def key(self, d: int) -> tuple[float, str, str]:
+        return float(self.hashes[d]), self.doc_ids[d].as_py(), self.corpora[d].as_py()
+
+    def keys(self, documents) -> list[tuple[float, str, str]]:
+        positions = np.asarray(documents, np.int64)
+        taken = pa.array(positions)
+        doc_ids, corpora = self.doc_ids.take(taken).to_pylist(), self.corpora.take(taken).to_pylist()
+        return list(zip(self.hashes[positions].tolist(), doc_ids, corpora))
+
+    def smallest_keys(self, n: int) -> list[tuple[float, str, str]]:
+        """``heapq.nsmallest(n, keys)``, tuples made only for the documents whose hash may be among them."""
+        if len(self.hashes) > n:
+            bound = np.partition(self.hashes, n - 1)[n - 1] if n else -1.0
+            return heapq.nsmallest(n, self.keys(np.flatnonzero(self.hashes <= bound)))
+        return heapq.nsmallest(n, self.keys(np.arange(len(self.hashes))))
+
+    def kept_table(self) -> pa.Table:
+        return self.table if self.keep is None else self.table.filter(pa.array(self.keep))
 
 
 def per_row_sum(lists, flat_values: np.ndarray) -> np.ndarray:
@@ -92,83 +115,79 @@ def per_row_sum(lists, flat_values: np.ndarray) -> np.ndarray:
     return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
 
 
-_END_LABELS = pa.array([LABELS[i] for i in SENTENCE_END_IDS])
-
-
-def document_index(table: pa.Table) -> np.ndarray:
-    """Document number (0, 1, ...) of each row: a document's rows are contiguous, so a new one
-    starts wherever corpus or doc_id changes."""
-    n = table.num_rows
-    if n == 0:
-        return np.zeros(0, np.int64)
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for name in ("doc_id", "corpus"):
-        values = table[name].to_numpy(zero_copy_only=False)
-        change[1:] |= values[1:] != values[:-1]
-    return np.cumsum(change) - 1
-
-
 _MARK_STRATA = [
     marks_of([LABELS[b] for b in range(1, len(LABELS)) if mask >> b & 1]) for mask in range(1 << len(LABELS))
 ]
 _KEY_COLUMNS = ["corpus", "doc_id", "labels"]
 
 
+def _renumbered(row_doc: np.ndarray) -> np.ndarray:
+    """Document numbers 0, 1, ... again, after some rows were left out."""
+    if not len(row_doc):
+        return row_doc
+    return np.cumsum(np.r_[True, row_doc[1:] != row_doc[:-1]]) - 1
+
+
 def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, counts: Counts,
                columns: list[str] | None = None, keys_folder=None) -> _Docs:  # fmt: skip
     """Read the shard (``columns``: only those; list columns as dictionaries), apply min_marks
-    (segments) and min_sentences (documents) to the corpora being split.  The documents' keys and
-    strata come from ``keys_folder`` when an earlier pass left them there (:func:`_save_keys`)."""
+    (segments) and min_sentences (documents) to the corpora being split, as a mask of the rows
+    kept (the table is filtered once, when written).  The documents' keys and strata come from
+    ``keys_folder`` when an earlier pass left them there (:func:`_save_keys`)."""
     table = read_rows(shard, columns, dictionary=True)
     if columns is None:
         table = read_segments_table(table, shard)
     fixed = inputs[shard.source].fixed is not None
+    row_doc = document_index(table)
+    keep = None
+    codes = None
+    if not fixed and (params.min_marks or params.min_sentences) and table.num_rows:
+        codes, _ = flat_codes(table["labels"], LABELS)
     if not fixed and params.min_marks:
         counts.stats["segments_without_marks_dropped"] += 0
         if table.num_rows:
-            labels, _ = flat_codes(table["labels"], LABELS)
-            keep = per_row_sum(table["labels"], labels > 0) >= params.min_marks
+            keep = per_row_sum(table["labels"], codes > 0) >= params.min_marks
             counts.stats["segments_without_marks_dropped"] += int((~keep).sum())
-            table = table.filter(pa.array(keep))
-    row_doc = document_index(table)
+            row_doc = _renumbered(row_doc[keep])
     n_docs = int(row_doc[-1]) + 1 if len(row_doc) else 0
     if not fixed and params.min_sentences:
         counts.stats["documents_with_too_few_sentences_dropped"] += 0
         if table.num_rows:
-            codes, _ = flat_codes(table["labels"], LABELS)
-            ends = np.bincount(
-                row_doc, weights=per_row_sum(table["labels"], np.isin(codes, _END_CODES)), minlength=n_docs
-            )
+            ends = per_row_sum(table["labels"], np.isin(codes, _END_CODES))
+            ends = np.bincount(row_doc, weights=ends if keep is None else ends[keep], minlength=n_docs)
             keep_doc = ends > params.min_sentences
             counts.stats["documents_with_too_few_sentences_dropped"] += int((~keep_doc).sum())
-            keep = keep_doc[row_doc]
-            table = table.filter(pa.array(keep))
-            row_doc = (np.cumsum(keep_doc) - 1)[row_doc[keep]]
+            kept_rows = keep_doc[row_doc]
+            if keep is None:
+                keep = kept_rows
+            else:
+                keep[keep] = kept_rows
+            row_doc = (np.cumsum(keep_doc) - 1)[row_doc[kept_rows]]
             n_docs = int(keep_doc.sum())
     saved = io.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
     if saved is not None and io.exists(saved):
         known = io.open_arrow_file(saved).read_all()
-        keys = list(zip(known["hash"].to_pylist(), known["doc"].to_pylist(), known["corpus"].to_pylist()))
-        strata = known["stratum"].to_pylist() if "stratum" in known.column_names else None
-        return _Docs(table, keys, row_doc, strata)
-    first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
-    doc_ids = table["doc_id"].take(pa.array(first_rows)).to_pylist()
-    corpora = table["corpus"].take(pa.array(first_rows)).to_pylist()
-    keys = list(zip(doc_hashes(doc_ids, params.seed).tolist(), doc_ids, corpora))
-    strata = None
+        marks = known["marks"].to_numpy() if "marks" in known.column_names else None
+        doc_ids, corpora = known["doc"].combine_chunks(), known["corpus"].combine_chunks()
+        return _Docs(table, keep, row_doc, known["hash"].to_numpy(), doc_ids, corpora, marks)
+    rows = np.arange(table.num_rows) if keep is None else np.flatnonzero(keep)
+    first_rows = pa.array(rows[np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]] if len(row_doc) else rows)
+    doc_ids = table["doc_id"].take(first_rows).combine_chunks()
+    corpora = table["corpus"].take(first_rows).combine_chunks()
+    hashes = doc_hashes(doc_ids.to_pylist(), params.seed)
+    marks = None
     if params.stratify and not fixed:
-        strata = _strata(table, row_doc, n_docs)
-    return _Docs(table, keys, row_doc, strata)
+        marks = _marks(table, codes, keep, row_doc, n_docs)
+    return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks)
 
 
 def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
     """A shard's document keys (and strata), for the later passes of the same split."""
     columns = {
-        "hash": pa.array([k[0] for k in docs.keys], pa.float64()),
-        "doc": pa.array([k[1] for k in docs.keys], pa.string()),
-        "corpus": pa.array([k[2] for k in docs.keys], pa.string()),
-        **({"stratum": pa.array(docs.strata, pa.string())} if docs.strata is not None else {}),
+        "hash": pa.array(docs.hashes, pa.float64()),
+        "doc": docs.doc_ids.cast(pa.string()),
+        "corpus": docs.corpora.cast(pa.string()),
+        **({"marks": pa.array(docs.marks, pa.int8())} if docs.marks is not None else {}),
         **(extra or {}),
     }
     io.write_arrow_in_place(pa.table(columns), io.join(folder, f"{shard.index:05d}.arrow"))
@@ -177,10 +196,12 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
 _END_CODES = sorted(SENTENCE_END_IDS)
 
 
-def _strata(table: pa.Table, row_doc: np.ndarray, n_docs: int) -> list[str]:
-    """Each document's stratum: the set of marks it has, over all its segments (a document of ten
-    sentences is one stratum among at most eight, so small strata do not all round toward train)."""
-    codes, _ = flat_codes(table["labels"], LABELS)
+def _marks(table: pa.Table, codes: np.ndarray | None, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int):
+    """Each document's stratum as a bit mask of the marks it has, over all its kept segments (a
+    document of ten sentences is one stratum among at most eight, so small strata do not all round
+    toward train); ``codes``: the table's label codes, if the caller has them."""
+    if codes is None:
+        codes, _ = flat_codes(table["labels"], LABELS)
     lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
     bits = np.where(codes > 0, np.left_shift(1, np.maximum(codes, 0)), 0)
     row_mask = np.zeros(len(lengths), np.int64)
@@ -189,8 +210,8 @@ def _strata(table: pa.Table, row_doc: np.ndarray, n_docs: int) -> list[str]:
         starts = np.r_[0, np.cumsum(lengths)[:-1]][nonempty]
         row_mask[nonempty] = np.bitwise_or.reduceat(bits, starts)
     doc_mask = np.zeros(n_docs, np.int64)
-    np.bitwise_or.at(doc_mask, row_doc, row_mask)
-    return [_MARK_STRATA[m] for m in doc_mask.tolist()]
+    np.bitwise_or.at(doc_mask, row_doc, row_mask if keep is None else row_mask[keep])
+    return doc_mask
 
 
 def read_segments_table(table: pa.Table, shard: RowShard) -> pa.Table:
@@ -227,16 +248,16 @@ class Rule:
     def strata(self) -> dict:
         return {s: (c, l) for s, c, l in self.cuts}
 
-    def codes(self, keys: list[tuple], strata: list[str] | None = None) -> np.ndarray:
-        """The split (index into SPLIT_NAMES, -1 for none) of each key; vectorized on the hash, the
-        rule itself (:meth:`split_of`) only where a hash equals a bound's."""
-        hashes = np.fromiter((k[0] for k in keys), np.float64, len(keys))
+    def codes(self, docs: _Docs) -> np.ndarray:
+        """The split (index into SPLIT_NAMES, -1 for none) of each document; vectorized on the
+        hash, the rule itself (:meth:`split_of`) only where a hash equals a bound's."""
+        hashes = docs.hashes
         if self.kind == "ratios":
             bounds = np.array([b for b, _ in self.bounds])
             names = np.array([SPLIT_NAMES.index(n) for _, n in self.bounds])
             return names[np.minimum(np.searchsorted(bounds, hashes, side="right"), len(names) - 1)]
-        out = np.empty(len(keys), np.int64)
-        groups = {None: np.arange(len(keys))} if self.kind == "counts" else _groups(strata)
+        out = np.empty(len(hashes), np.int64)
+        groups = {None: np.arange(len(hashes))} if self.kind == "counts" else _groups(docs.marks)
         for stratum, members in groups.items():
             if self.kind == "counts":
                 edges = [(k, n) for k, n in self.bounds]
@@ -253,7 +274,7 @@ class Rule:
             position = np.searchsorted(edge_hash, h, side=side)
             out[members] = codes[position]
             for i in np.flatnonzero(np.isin(h, edge_hash)).tolist():
-                out[members[i]] = _code(self.split_of(keys[members[i]], stratum))
+                out[members[i]] = _code(self.split_of(docs.key(int(members[i])), stratum))
         return out
 
 
@@ -277,7 +298,7 @@ class _SmallestKeys:
             return StepResult(None, payload=([], 0))
         docs = _documents(shard, self.inputs, self.params, Counts(), _KEY_COLUMNS)
         _save_keys(self.folder, shard, docs)
-        return StepResult(None, payload=(heapq.nsmallest(self.n, docs.keys), len(docs.keys)))
+        return StepResult(None, payload=(docs.smallest_keys(self.n), len(docs.hashes)))
 
 
 class _StratumHistogram:
@@ -291,9 +312,8 @@ class _StratumHistogram:
         out: dict[str, np.ndarray] = {}
         if self.inputs[shard.source].fixed is None:
             docs = _documents(shard, self.inputs, self.params, Counts(), _KEY_COLUMNS)
-            hashes = np.array([k[0] for k in docs.keys], np.float64)
-            buckets = np.minimum((hashes * BUCKETS).astype(np.int64), BUCKETS - 1)
-            for stratum, members in _groups(docs.strata).items():
+            buckets = np.minimum((docs.hashes * BUCKETS).astype(np.int64), BUCKETS - 1)
+            for stratum, members in _groups(docs.marks).items():
                 out[stratum] = np.bincount(buckets[members], minlength=BUCKETS)
             _save_keys(self.folder, shard, docs, {"bucket": pa.array(buckets, pa.int32())})
         return StepResult(None, payload=out)
@@ -315,10 +335,10 @@ class _BucketKeys:
             rows = np.flatnonzero(np.isin(buckets, list(wanted_buckets)))
             if len(rows):
                 part = keys.take(pa.array(rows))
-                columns = ("hash", "doc", "corpus", "bucket", "stratum")
-                for h, doc, corpus, bucket, stratum in zip(*(part[c].to_pylist() for c in columns)):
-                    if (stratum, bucket) in self.wanted:
-                        found.setdefault((stratum, bucket), []).append((h, doc, corpus))
+                columns = ("hash", "doc", "corpus", "bucket", "marks")
+                for h, doc, corpus, bucket, marks in zip(*(part[c].to_pylist() for c in columns)):
+                    if (_MARK_STRATA[marks], bucket) in self.wanted:
+                        found.setdefault((_MARK_STRATA[marks], bucket), []).append((h, doc, corpus))
         return StepResult(None, payload=found)
 
 
@@ -368,38 +388,34 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
 
 
 def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> tuple[pa.Table, np.ndarray]:
-    """The shard's rows with their split (rows of documents beyond the counts removed) and, per
-    kept row, its split index."""
+    """The shard's kept rows with their split (rows of documents beyond the counts removed) and,
+    per row, its split index: one filter of the table, none when every row is kept."""
     fixed = inputs[shard.source].fixed
     if fixed is not None:
-        split = np.full(len(docs.keys), SPLIT_NAMES.index(fixed), dtype=np.int64)
-    elif rule.kind == "ratios":  # vectorized: the hash against the cumulative shares
-        bounds = np.array([b for b, _ in rule.bounds])
-        names = np.array([SPLIT_NAMES.index(n) for _, n in rule.bounds])
-        hashes = np.array([k[0] for k in docs.keys], np.float64)
-        split = names[np.minimum(np.searchsorted(bounds, hashes, side="right"), len(names) - 1)]
+        split = np.full(len(docs.hashes), SPLIT_NAMES.index(fixed), dtype=np.int64)
     else:
-        split = rule.codes(docs.keys, docs.strata)
+        split = rule.codes(docs)
         if rule.kind == "counts":
             counts.stats["documents_beyond_counts"] += int((split < 0).sum())
     per_row = split[docs.row_doc] if len(docs.row_doc) else np.zeros(0, np.int64)
-    keep = per_row >= 0
-    table = docs.table
-    column = pa.array(SPLIT_NAMES).take(pa.array(np.maximum(per_row, 0)))
+    keep = np.ones(docs.table.num_rows, bool) if docs.keep is None else docs.keep.copy()
+    keep[keep] = per_row >= 0
+    per_row = per_row[per_row >= 0]
+    table = docs.table if keep.all() else docs.table.filter(pa.array(keep))
+    column = pa.array(SPLIT_NAMES).take(pa.array(per_row))
     if "split" in table.column_names:
         table = with_column(table, "split", column)
     else:
         table = table.append_column("split", column)
-    return table.filter(pa.array(keep)), per_row[keep]
+    return table, per_row
 
 
-def _groups(strata: list[str]) -> dict[str, np.ndarray]:
-    """Positions of each stratum's documents."""
-    encoded = pc.dictionary_encode(pa.array(strata, pa.string()))
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
-    return {s: order[bounds[k] : bounds[k + 1]] for k, s in enumerate(encoded.dictionary.to_pylist())}
+def _groups(marks: np.ndarray) -> dict[str, np.ndarray]:
+    """Positions of each stratum's documents (``marks``: each document's mask of marks)."""
+    order = np.argsort(marks, kind="stable")
+    values, starts = np.unique(marks[order], return_index=True)
+    bounds = np.r_[starts, len(marks)]
+    return {_MARK_STRATA[m]: order[bounds[k] : bounds[k + 1]] for k, m in enumerate(values.tolist())}
 
 
 def _code(split: str | None) -> int:

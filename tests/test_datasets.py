@@ -146,6 +146,72 @@ def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
     assert abs(shares["dev"] / len(got) - 0.1) < 0.02 and abs(shares["test"] / len(got) - 0.1) < 0.02
 
 
+def test_segment_and_document_filters_compose(shared, tmp_path):
+    """min_marks drops segments, then min_sentences drops documents by the end marks of the
+    segments left (both kept as one row mask, the table filtered once): the rows and the
+    counts of a plain Python filter, whatever the parts."""
+    from pipeline.labels import LABELS, SENTENCE_END_IDS
+
+    ends = {LABELS[i] for i in SENTENCE_END_IDS}
+    lines = (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").splitlines()[:400]
+    text = tmp_path / "docs.txt"
+    # documents of 1 to 4 lines, some lines without a mark (their last word's mark cut off)
+    body = []
+    for i, line in enumerate(lines):
+        body.append(line.rstrip("।.?!") if i % 3 == 0 else line)
+        if i % 4 == i % 7 % 4:
+            body.append("")
+    text.write_text("\n".join(body) + "\n", "utf-8")
+    docs = get_reader("text")([text], lang="hi", corpus="h", doc_boundary="blank_line", quoting="csv").table
+    params = {"ratios": {"train": 0.8, "dev": 0.2}, "seed": 4, "min_marks": 1, "min_sentences": 1}
+    table, report = _split([docs], params, tmp_path)
+    rows = list(zip(docs["doc_id"].to_pylist(), docs["seg_id"].to_pylist(), docs["labels"].to_pylist()))
+    marked = [r for r in rows if sum(l != "O" for l in r[2]) >= 1]
+    sentences = Counter()
+    for doc, _, labels in marked:
+        sentences[doc] += sum(l in ends for l in labels)
+    kept = [(doc, seg) for doc, seg, _ in marked if sentences[doc] > 1]
+    assert 0 < len(kept) < len(marked) < len(rows)  # both filters drop something here
+    assert list(zip(table["doc_id"].to_pylist(), table["seg_id"].to_pylist())) == kept
+    assert report["segments_without_marks_dropped"] == len(rows) - len(marked)
+    assert report["documents_with_too_few_sentences_dropped"] == sum(1 for n in sentences.values() if n <= 1)
+
+
+def test_smallest_keys_are_heapq_nsmallest_with_hash_ties():
+    """Count splits take a shard's n smallest (hash, doc_id, corpus) keys; tuples are made only for
+    the documents whose hash can be among them, ties on the hash included."""
+    import heapq
+
+    from pipeline.splits import _Docs
+
+    rng = np.random.default_rng(3)
+    tied = rng.choice([0.1, 0.25, 0.5, 0.75], size=60) + rng.choice([0.0, 0.01], size=60)
+    for hashes in (tied, rng.random(60)):
+        doc_ids = pa.array([f"d{i:03d}" for i in rng.permutation(60)])
+        corpora = pa.array(rng.choice(["a", "b"], size=60).tolist())
+        docs = _Docs(pa.table({"x": [0]}), None, np.zeros(1, np.int64), hashes, doc_ids, corpora, None)
+        every = list(zip(hashes.tolist(), doc_ids.to_pylist(), corpora.to_pylist()))
+        for n in (0, 1, 7, 15, 16, 59, 60, 200):
+            assert docs.smallest_keys(n) == heapq.nsmallest(n, every)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array(["a", "a", "b", None, None, "b", "b"]),
+        pa.chunked_array([["a", "a"], ["a", "b"], [], ["b", "c"]]),
+        pa.array(["x", "x", "y", "x"]).dictionary_encode(),
+        pa.array([], pa.string()),
+        pa.array(["q"]),
+    ],
+)
+def test_value_changes_compare_as_python_values(column):
+    from pipeline.dataset import value_changes
+
+    values = column.to_pylist()
+    assert value_changes(column).tolist() == [i == 0 or values[i] != values[i - 1] for i in range(len(values))]
+
+
 def test_duplicate_report_and_drop(tmp_path):
     table = segments_table(
         "c",

@@ -20,7 +20,7 @@ def write_dataset(table: pa.Table, folder: Path, parts: int = 1, by_doc: bool = 
         docs = list(dict.fromkeys(table["doc_id"].to_pylist()))
         pieces = [table.filter(pc.equal(table["doc_id"], d)) for d in docs]
     else:  # cut near equal sizes, but only where a document starts
-        from pipeline.splits import document_index
+        from pipeline.dataset import document_index
 
         doc = document_index(table)
         n = table.num_rows
