@@ -103,9 +103,6 @@ class _Docs:
             return heapq.nsmallest(n, self.keys(np.flatnonzero(self.hashes <= bound)))
         return heapq.nsmallest(n, self.keys(np.arange(len(self.hashes))))
 
-    def kept_table(self) -> pa.Table:
-        return self.table if self.keep is None else self.table.filter(pa.array(self.keep))
-
 
 def per_row_sum(lists, flat_values: np.ndarray) -> np.ndarray:
     """Sum of ``flat_values`` (one per list item) over each list of ``lists``."""
@@ -196,7 +193,7 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
 _END_CODES = sorted(SENTENCE_END_IDS)
 
 
-def _marks(table: pa.Table, codes: np.ndarray | None, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int):
+def _marks(table: pa.Table, codes, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int) -> np.ndarray:
     """Each document's stratum as a bit mask of the marks it has, over all its kept segments (a
     document of ten sentences is one stratum among at most eight, so small strata do not all round
     toward train); ``codes``: the table's label codes, if the caller has them."""
