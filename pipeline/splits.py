@@ -505,18 +505,16 @@ def split_dataset(
                 rule = _stratified_rule(runner, shards, inputs, params, keys_folder)
             elif params.ratios is not None:
                 rule = ratio_rule(params.ratios)
+            # the segments in several splits, by hash: found before the written pass when train's
+            # duplicates are dropped in it (their hashes collected), else in that same pass
+            segments = {"seg": [("seg", s) for s in SPLIT_NAMES]}
+            shard_ids = [s.index for s in shards]
             if params.drop_train_duplicates:
                 step = _HashSegments(inputs, params, rule, exchange, keys_folder)
-                sizes = run_step(runner, step, shards, label="split: hashes")
-                written = sum(r.payload for r in sizes)
+                written = sum(r.payload for r in run_step(runner, step, shards, label="split: hashes"))
+                collect = {"seg": SPLIT_NAMES.index("train")}
                 overlaps, collected = hashsets.reduce(
-                    runner,
-                    exchange,
-                    [s.index for s in shards],
-                    {"seg": [("seg", s) for s in SPLIT_NAMES]},
-                    written,
-                    collect={"seg": SPLIT_NAMES.index("train")},
-                    label="split: duplicates",
+                    runner, exchange, shard_ids, segments, written, collect=collect, label="split: duplicates"
                 )
                 drop = io.join(scratch, "train_duplicates.bin")
                 io.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
@@ -526,14 +524,7 @@ def split_dataset(
                 write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
                 results = run_step(runner, write, shards, folder, "split")
                 written = sum(r.payload for r in results)
-                overlaps, _ = hashsets.reduce(
-                    runner,
-                    exchange,
-                    [s.index for s in shards],
-                    {"seg": [("seg", s) for s in SPLIT_NAMES]},
-                    written,
-                    label="split: duplicates",
-                )
+                overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)
         out_report = {key: int(value) for key, value in sorted(counts.stats.items())}
