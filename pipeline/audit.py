@@ -35,7 +35,7 @@ from . import hashsets
 from .dataset import read_rows, row_shards, value_changes
 from .executor import Executor
 from .labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
-from .schema import flat_codes, flat_dictionary
+from .schema import LABEL_VALUES, flat_codes, flat_dictionary
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
@@ -56,7 +56,7 @@ NOTES = [
 
 def label_codes(labels: pa.Array) -> np.ndarray:
     """Label strings -> int8 ids (order of :data:`LABELS`)."""
-    return pc.index_in(labels, value_set=pa.array(LABELS)).to_numpy(zero_copy_only=False).astype(np.int8)
+    return pc.index_in(labels, value_set=LABEL_VALUES).to_numpy(zero_copy_only=False).astype(np.int8)
 
 
 def sentence_lengths(table: pa.Table) -> np.ndarray:
@@ -66,8 +66,7 @@ def sentence_lengths(table: pa.Table) -> np.ndarray:
     labels = table["labels"].combine_chunks()
     codes = label_codes(pc.list_flatten(labels))
     word_counts = pc.list_value_length(labels).to_numpy(zero_copy_only=False)
-    doc = table["doc_id"].to_numpy(zero_copy_only=False)
-    new_doc = np.r_[True, doc[1:] != doc[:-1]]
+    new_doc = value_changes(table["doc_id"])
     row_start = np.r_[0, np.cumsum(word_counts)[:-1]]
     doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), word_counts)
     ends = np.flatnonzero(np.isin(codes, list(SENTENCE_END_IDS)))

@@ -334,8 +334,8 @@ class _BucketKeys:
                 part = keys.take(pa.array(rows))
                 columns = ("hash", "doc", "corpus", "bucket", "marks")
                 for h, doc, corpus, bucket, marks in zip(*(part[c].to_pylist() for c in columns)):
-                    if (_MARK_STRATA[marks], bucket) in self.wanted:
-                        found.setdefault((_MARK_STRATA[marks], bucket), []).append((h, doc, corpus))
+                    if (where := (_MARK_STRATA[marks], bucket)) in self.wanted:
+                        found.setdefault(where, []).append((h, doc, corpus))
         return StepResult(None, payload=found)
 
 
