@@ -18,10 +18,10 @@ import pyarrow as pa
 from _common import peak_rss_mb, require_shared
 
 from corpora import get_reader
-from pipeline import io
-from pipeline.align import align_tables
-from pipeline.executor import resolve_workers
-from pipeline.verbalize import get_verbalizer
+from pipeline.align.alignment import align_tables
+from pipeline.engine import reading, writing
+from pipeline.engine.executor import resolve_workers
+from pipeline.text.verbalize import get_verbalizer
 
 TARGET = 1_000_000
 WORKERS = int(os.environ.get("BENCH_WORKERS", "0"))  # 0: one process per core
@@ -75,15 +75,15 @@ def main() -> None:
     times = -(-TARGET // hyp_words_once)
     verbalizer = get_verbalizer("en")
     with tempfile.TemporaryDirectory() as tmp:
-        io.write_parquet(repeat_as_documents(ref1, times), os.path.join(tmp, "ref.parquet"))
-        io.write_parquet(repeat_as_documents(hyp1, times), os.path.join(tmp, "hyp.parquet"))
+        writing.write_parquet(repeat_as_documents(ref1, times), os.path.join(tmp, "ref.parquet"))
+        writing.write_parquet(repeat_as_documents(hyp1, times), os.path.join(tmp, "hyp.parquet"))
         n_words = hyp_words_once * times
         start = time.perf_counter()
-        ref = io.read_segments(os.path.join(tmp, "ref.parquet"))
-        hyp = io.read_segments(os.path.join(tmp, "hyp.parquet"))
+        ref = reading.read_segments(os.path.join(tmp, "ref.parquet"))
+        hyp = reading.read_segments(os.path.join(tmp, "hyp.parquet"))
         out, report = align_tables(ref, hyp, verbalizer=verbalizer, workers=WORKERS)
-        io.write_parquet(out, os.path.join(tmp, "out.parquet"))
-        io.write_json(report, os.path.join(tmp, "report.json"))
+        writing.write_parquet(out, os.path.join(tmp, "out.parquet"))
+        writing.write_json(report, os.path.join(tmp, "report.json"))
         fast = time.perf_counter() - start
 
     # baseline on the first 2,000 words of one document, scaled (the DP is quadratic per document:

@@ -20,8 +20,8 @@ def cmudict_run() -> dict:
     from rapidfuzz import process
     from rapidfuzz.distance import Levenshtein
 
-    from pipeline.confusables import encode, top_k
-    from pipeline.g2p import get_g2p
+    from pipeline.phonetics.confusables import encode, top_k
+    from pipeline.phonetics.g2p import get_g2p
 
     g2p = get_g2p("en")
     words = sorted(g2p.cmu)
@@ -44,8 +44,8 @@ def cmudict_run() -> dict:
 
 
 def web2_run() -> dict:
-    from pipeline.confusables import build_confusables
-    from pipeline.g2p import get_g2p
+    from pipeline.phonetics.confusables import build_confusables
+    from pipeline.phonetics.g2p import get_g2p
 
     words = (require_shared() / "lexicons" / "web2.txt").read_text().split()
     start = time.perf_counter()

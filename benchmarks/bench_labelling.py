@@ -19,10 +19,10 @@ import pyarrow as pa
 from _common import require_shared
 
 from corpora import get_reader
-from pipeline import io
-from pipeline.labelling import label_lines, render
-from pipeline.languages import get_language
+from pipeline.engine import writing
 from pipeline.schema import segments_table
+from pipeline.text.labelling import label_lines, render
+from pipeline.text.languages import get_language
 
 TARGET_WORDS = 5_000_000
 _TOKEN = re.compile(r"^(.*?)([,.?!;:\-]*)$")
@@ -67,7 +67,7 @@ def main() -> None:
         labelled = label_lines(normalized, language)
         n = len(labelled)
         out = segments_table("bench", "en", ["d"] * n, np.arange(n, dtype=np.int32), labelled.words, labelled.labels)
-        io.write_parquet(out, path)
+        writing.write_parquet(out, path)
         return len(pa.compute.list_flatten(out["words"]))
 
     sample = lines * max(1, repeat // 5)  # the baseline is slow: time a fifth and scale
@@ -75,7 +75,7 @@ def main() -> None:
     def baseline_run(path):
         words, labels = baseline_label(sample)
         base_table = segments_table("bench", "en", ["d"] * len(words), list(range(len(words))), words, labels)
-        io.write_parquet(base_table, path)
+        writing.write_parquet(base_table, path)
 
     with tempfile.TemporaryDirectory() as tmp:
         # the first run pays the page faults of fresh memory; a stage working through shard after

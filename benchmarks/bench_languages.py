@@ -29,8 +29,8 @@ def main() -> None:
     shared = require_shared()
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 
-    from pipeline.labelling import label_lines
-    from pipeline.languages import get_language
+    from pipeline.text.labelling import label_lines
+    from pipeline.text.languages import get_language
 
     for code, name in (("hi", "hin_Deva"), ("bn", "ben_Beng")):
         text = (shared / "indic" / "flores" / f"{name}.devtest").read_text(encoding="utf-8")
@@ -59,7 +59,7 @@ def main() -> None:
 
     import jieba
 
-    from pipeline.languages.zh import segmenter
+    from pipeline.text.languages.zh import segmenter
 
     jieba.setLogLevel(logging.WARNING)
     python_jieba = jieba.Tokenizer()

@@ -190,8 +190,8 @@ class _CopyShard:
         self.write = write
 
     def __call__(self, shard):
-        from pipeline.dataset import read_rows
-        from pipeline.step import StepResult
+        from pipeline.engine.dataset import read_rows
+        from pipeline.engine.step import StepResult
 
         table = read_rows(shard, dictionary=True)
         return StepResult(table if self.write else None)
@@ -200,8 +200,8 @@ class _CopyShard:
 def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool) -> None:
     """Read (and write, into ``out``) every shard of ``dataset`` on the local engine: the I/O that a
     stage reading and rewriting the dataset cannot avoid, the same-run baseline of its speed."""
-    from pipeline.dataset import row_shards, run_step
-    from pipeline.executor import executor
+    from pipeline.engine.dataset import row_shards, run_step
+    from pipeline.engine.executor import executor
 
     Path(out).mkdir(parents=True, exist_ok=True)
     with executor("local", workers) as runner:

@@ -1,11 +1,11 @@
-"""Training throughput of the project's loop (``pipeline.train``) against a minimal plain-PyTorch loop at the
+"""Training throughput of the project's loop (``pipeline.training.loop``) against a minimal plain-PyTorch loop at the
 same batch, timed in the same run, warm-up steps excluded; and ``punctuate`` throughput (words/s).
 
 Models: an xlm-roberta-large-shaped encoder built from a config (24 layers, hidden 1024) and the packaged
 MiniLM-L6, in bf16 (autocast over fp32 weights) and fp32.  Per model and precision:
 
 * ``plain``: encoder + linear head, bf16 autocast, fused AdamW, batches padded and on the GPU beforehand;
-* ``project``: ``pipeline.train.train`` at the same batch size (data from Parquet through the loader);
+* ``project``: ``pipeline.training.loop.train`` at the same batch size (data from Parquet through the loader);
 * ``budget``: the project's loop with token-budget batches (``max_tokens``).
 
 Tokens are non-padding tokens.  Data: synthetic sequences, half of them ``max_len`` long (chunks), half
@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from pipeline.sequences import IGNORE, SEQUENCE_SCHEMA
+from pipeline.datasets.sequences import IGNORE, SEQUENCE_SCHEMA
 
 XLMR_LARGE = {
     "model_type": "xlm-roberta",
@@ -113,9 +113,9 @@ def sync(device) -> None:
 
 
 def project_loop(args, name, precision, folder, max_tokens=0) -> dict:
-    from pipeline.model import build_model
-    from pipeline.train import train
-    from pipeline.training_data import SequenceOptions, TrainingData
+    from pipeline.training.data import SequenceOptions, TrainingData
+    from pipeline.training.loop import train
+    from pipeline.training.model import build_model
 
     tokenizer = SimpleNamespace(pad_token_id=pad_id_of(name))
     data = TrainingData.from_folder(folder, SequenceOptions(max_len=args.max_len), tokenizer=tokenizer)
@@ -151,8 +151,8 @@ def project_loop(args, name, precision, folder, max_tokens=0) -> dict:
 
 def plain_loop(args, name, precision, folder) -> dict:
     """Encoder + linear head, autocast, fused AdamW, batches padded and moved to the device beforehand."""
-    from pipeline.model import build_model
-    from pipeline.training_data import collate
+    from pipeline.training.data import collate
+    from pipeline.training.model import build_model
 
     device = torch.device("cpu" if args.cpu else "cuda")
     table = pq.read_table(folder / "sequences.parquet")
@@ -188,8 +188,8 @@ def punctuate_rate(args, name) -> dict:
     """Words/s of ``predict_words`` on 20,000 words of text (MiniLM's tokenizer)."""
     from transformers import AutoTokenizer
 
-    from pipeline.model import build_model, pretrained_path
-    from pipeline.train import predict_words
+    from pipeline.training.inference import predict_words
+    from pipeline.training.model import build_model, pretrained_path
 
     device = torch.device("cpu" if args.cpu else "cuda")
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))

@@ -32,11 +32,11 @@ CASED_TRAIN, CASED_TEST = "IWSLT12.TALK.dev2010.en-fr.en.xml", "IWSLT12.TED.MT.t
 def cased_talks(shared: Path, name: str, corpus: str, split: str) -> pa.Table:
     """Cased TED segments of the raw XML: lowercased words, punctuation labels, case and surface."""
     from corpora.ted_xml import parse
-    from pipeline.io import read_text
-    from pipeline.labelling import label_lines
-    from pipeline.languages import get_language
+    from pipeline.engine.reading import read_text
     from pipeline.schema import segments_table
-    from pipeline.training_data import segments_with_case
+    from pipeline.text.labelling import label_lines
+    from pipeline.text.languages import get_language
+    from pipeline.training.data import segments_with_case
 
     path = shared / "iwslt_en_raw" / name
     language = get_language("en")
@@ -87,10 +87,11 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from corpora import get_reader
-    from pipeline.model import build_model, pretrained_path
     from pipeline.schema import concat
-    from pipeline.train import device_of, evaluate, predict_words, train
-    from pipeline.training_data import SequenceOptions, TrainingData, write_dataset
+    from pipeline.training.data import SequenceOptions, TrainingData, write_dataset
+    from pipeline.training.inference import predict_words
+    from pipeline.training.loop import device_of, evaluate, train
+    from pipeline.training.model import build_model, pretrained_path
 
     def read(name, split):
         table = get_reader("tsv")([shared / f"iwslt_en/{name}.tsv"], lang="en", corpus=name).table

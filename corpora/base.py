@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipeline.engine.step import Counts
 from pipeline.ingest import ingest_table
-from pipeline.normalize import value_offsets
 from pipeline.schema import segments_table
-from pipeline.step import Counts
+from pipeline.text.normalize import value_offsets
 
 
 @dataclass

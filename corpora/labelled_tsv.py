@@ -18,13 +18,14 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
+from pipeline.engine.reading import read_text
+from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.io import InputError, read_text
-from pipeline.labelling import case_labels
 from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
-from pipeline.normalize import replace_controls
 from pipeline.schema import segments_table
-from pipeline.step import Counts, StepResult
+from pipeline.text.labelling import case_labels
+from pipeline.text.normalize import replace_controls
 
 from .base import prepare_with, stem
 

@@ -23,14 +23,15 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.engine.reading import read_text
+from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.io import InputError, read_text
-from pipeline.labelling import label_lines
 from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
-from pipeline.lexicon import LEXICON_DIR, read_tsv_rows
 from pipeline.schema import segments_table
-from pipeline.scripts import dominant_script
-from pipeline.step import Counts, StepResult
+from pipeline.text.labelling import label_lines
+from pipeline.text.lexicon import LEXICON_DIR, read_tsv_rows
+from pipeline.text.scripts import dominant_script
 
 from .base import prepare_with
 

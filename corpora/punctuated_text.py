@@ -3,9 +3,9 @@
 Blank lines separate documents by default (``doc_boundary``: ``blank_line``, ``file`` or
 ``line``).  ``quoting: csv`` reads lines written as CSV fields (FLORES Tamil: a line in double
 quotes, ``""`` for a quote inside).  Labels come from the marks in the text
-(:func:`pipeline.labelling.label_lines`).  Lines end at LF, CRLF or a lone CR.
+(:func:`pipeline.text.labelling.label_lines`).  Lines end at LF, CRLF or a lone CR.
 
-Files are cut into shards of lines (:mod:`pipeline.textfiles`); a shard numbers its documents
+Files are cut into shards of lines (:mod:`pipeline.engine.textfiles`); a shard numbers its documents
 and segments from the counts the scan carries, so any shard size gives the same table:
 documents ``<file stem>#<k>`` (``blank_line``: k blank lines before it; ``line``: k is the
 line's index) or ``<file stem>`` (``file``); a segment's ``seg_id`` is its position among the
@@ -20,12 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.engine.step import Counts, StepResult
+from pipeline.engine.textfiles import LineShard, line_shards, read_shard_lines
+from pipeline.errors import InputError
 from pipeline.ingest import ReaderOptions
-from pipeline.io import InputError
-from pipeline.labelling import label_lines
-from pipeline.normalize import split_exactly
-from pipeline.step import Counts, StepResult
-from pipeline.textfiles import LineShard, line_shards, read_shard_lines
+from pipeline.text.labelling import label_lines
+from pipeline.text.normalize import split_exactly
 
 from .base import lines_table, prepare_with, stem
 

@@ -14,11 +14,12 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pyarrow as pa
 
+from pipeline.engine.reading import read_text
+from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.io import InputError, read_text
-from pipeline.labelling import label_lines
 from pipeline.schema import concat
-from pipeline.step import Counts, StepResult
+from pipeline.text.labelling import label_lines
 
 from .base import lines_table, prepare_with
 

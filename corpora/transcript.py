@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pipeline.engine.step import StepResult
 from pipeline.ingest import ReaderOptions
-from pipeline.step import StepResult
 
 from . import punctuated_text
 from .base import prepare_with

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import yaml
 
-from . import io
-from . import params as P
-from .entrypoint import ArgumentParser, add_logging_options, run, setup_logging
-from .executor import ENGINES
+from pipeline import params as P
+from pipeline.engine import location, reading, writing
+from pipeline.engine.executor import ENGINES
+from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging
+from pipeline.errors import ParamsError
 
 log = logging.getLogger("punct-corpora")
 
@@ -78,38 +79,38 @@ def _reader_options(args):
 
 
 def _ingest(args) -> dict:
-    from .ingest import ingest_corpus
+    from pipeline.ingest import ingest_corpus
 
     engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
     return ingest_corpus(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
 
 
 def _audit(args) -> dict:
-    from .audit import audit_datasets
-    from .executor import executor
-    from .report_html import table1_markdown
-    from .reports import write_outputs
+    from pipeline.audit.html import table1_markdown
+    from pipeline.audit.reports import write_outputs
+    from pipeline.audit.stats import audit_datasets
+    from pipeline.engine.executor import executor
 
     engine = _engine(args, engine="--engine", workers="--workers")
-    with io.Outputs(inputs=args.inputs) as outputs, executor(engine.engine, engine.workers) as runner:
+    with writing.Outputs(inputs=args.inputs) as outputs, executor(engine.engine, engine.workers) as runner:
         result, histograms = audit_datasets(
             runner,
             args.inputs,
-            outputs.scratch(io.join(args.out, "audit.json")),
+            outputs.scratch(location.join(args.out, "audit.json")),
             50_000,
             drift_threshold=args.drift_threshold,
         )
     write_outputs(result, histograms, args.out, inputs=args.inputs)
     if args.markdown:
         print(table1_markdown(result), end="")
-    log.info("audit: %d dataset(s) -> %s", len(result), io.join(args.out, "audit.json"))
+    log.info("audit: %d dataset(s) -> %s", len(result), location.join(args.out, "audit.json"))
     return result
 
 
 def _align(args) -> dict:
-    from .align import align_tables
-    from .ingest import ingest_table
-    from .verbalize import verbalizer_or_none
+    from pipeline.align.alignment import align_tables
+    from pipeline.ingest import ingest_table
+    from pipeline.text.verbalize import verbalizer_or_none
 
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
@@ -129,13 +130,13 @@ def _align(args) -> dict:
         pair_by=entry.pair_by,
         workers=entry.workers,
     )
-    from .dataset import finish
+    from pipeline.engine.dataset import finish
 
-    with io.Outputs(inputs=[args.ref, args.hyp]) as outputs:
+    with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
         folder = outputs.dataset(args.out)
-        io.write_parquet(out, io.join(folder, "part-00000.parquet"))
+        writing.write_parquet(out, location.join(folder, "part-00000.parquet"))
         finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
-        io.write_json_in_place(report, outputs.file(args.report))
+        writing.write_json_in_place(report, outputs.file(args.report))
     for warning in report["warnings"]:
         log.warning("warning: %s", warning)
     marks = report["marks"]
@@ -164,20 +165,20 @@ class _Part:
 
 
 def _confusables(args) -> dict:
-    from .confusables import build_confusables, vocabulary_from_segments
-    from .g2p import get_g2p
+    from pipeline.phonetics.confusables import build_confusables, vocabulary_from_segments
+    from pipeline.phonetics.g2p import get_g2p
 
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
     entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
     g2p = get_g2p(entry.lang)
     if entry.keep_stress:
         if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
-            raise ValueError(f"--keep-stress means nothing for language {entry.lang!r}")
+            raise ParamsError(f"--keep-stress means nothing for language {entry.lang!r}")
         g2p = type(g2p)(True)
     if args.vocab.endswith(".parquet") or Path(args.vocab).is_dir():
         words = vocabulary_from_segments(args.vocab, entry.min_count)
     else:
-        words = [line.strip() for line in io.read_text(args.vocab).splitlines() if line.strip()]
+        words = [line.strip() for line in reading.read_text(args.vocab).splitlines() if line.strip()]
     table, report = build_confusables(
         words,
         g2p,
@@ -185,10 +186,10 @@ def _confusables(args) -> dict:
         workers=entry.workers,
         progress=lambda stage, done, total: log.info("confusables: radius %s: %d/%d words settled", stage, done, total),
     )
-    with io.Outputs(inputs=[args.vocab]) as outputs:
-        io.write_parquet(table, outputs.file(args.out))
+    with writing.Outputs(inputs=[args.vocab]) as outputs:
+        writing.write_parquet(table, outputs.file(args.out))
         if args.report:
-            io.write_json_in_place(report, outputs.file(args.report))
+            writing.write_json_in_place(report, outputs.file(args.report))
     log.info(
         "confusables: %d words, %d rows, skipped %s -> %s", report["words"], report["rows"], report["skipped"], args.out
     )
@@ -200,7 +201,7 @@ _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
 def _export(args) -> None:
-    from .export import export_datasets
+    from pipeline.datasets.export import export_datasets
 
     written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
     log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
@@ -209,23 +210,24 @@ def _export(args) -> None:
 def _punctuate(args) -> None:
     import time
 
-    from .labelling import label_lines, render
-    from .languages import get_language
-    from .model import load_checkpoint
-    from .train import device_of, predict_words, restore_case
+    from pipeline.text.labelling import label_lines, render
+    from pipeline.text.languages import get_language
+    from pipeline.training.inference import predict_words, restore_case
+    from pipeline.training.loop import device_of
+    from pipeline.training.model import load_checkpoint
 
     if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, not {args.batch_size}")
+        raise ParamsError(f"--batch-size must be at least 1, not {args.batch_size}")
     device = device_of(args.device)
     if device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
-            raise ValueError(f"--device {args.device}: no CUDA device is available")
+            raise ParamsError(f"--device {args.device}: no CUDA device is available")
     model, tokenizer, meta = load_checkpoint(args.model, device)
     params, sequence = meta.get("params", {}), meta.get("sequence", {})
     language = get_language(args.lang or params.get("lang", "en"))
-    texts = [io.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
+    texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
     started, total = time.perf_counter(), 0
     for text in texts:
         # the same normalization as training; marks already in the text are dropped, not trusted
@@ -255,8 +257,8 @@ def _punctuate(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .ingest import readers
-    from .languages import available_languages
+    from pipeline.ingest import readers
+    from pipeline.text.languages import available_languages
 
     parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
     common = argparse.ArgumentParser(add_help=False)

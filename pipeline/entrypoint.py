@@ -14,13 +14,11 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable
 
-from .io import InputError, OutputError, Terminated, exit_cleanly_on_signals, shown
-from .params import ParamsError
-
-#: failures that are the user's input, params or disk, not a bug: one line, exit 2
-EXPECTED = (ParamsError, InputError, OutputError, ValueError, OSError)
+from pipeline.engine.writing import Terminated, exit_cleanly_on_signals
+from pipeline.errors import UsageError
 
 
 def print_error(message: str) -> None:
@@ -83,15 +81,28 @@ def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None =
     _record_imports()
     try:
         return main(argv) or 0
-    except EXPECTED as exc:
-        if isinstance(exc, OSError) and exc.filename:
-            print_error(f"{shown(exc.filename)}: {exc.strerror}")
-        else:
-            print_error(str(exc))
+    except UsageError as exc:
+        print_error(str(exc))
         return 2
+    except SystemExit:
+        raise
     except KeyboardInterrupt:
         print_error("interrupted")
         return 130
     except Terminated as exc:  # SIGTERM/SIGHUP: the outputs' staging is already removed
         print_error(f"terminated by {exc.signal.name}")
         return 128 + exc.signal
+    except Exception as exc:  # a bug, not the user's input: say so, and show where with -v
+        if _verbose(sys.argv[1:] if argv is None else argv):
+            traceback.print_exc()
+        first = (str(exc).splitlines() or [""])[0]
+        print_error(
+            f"internal error: {type(exc).__name__}: {first} (a bug in punct-corpora, not in your input; "
+            "rerun with -v for the traceback)"
+        )
+        return 1
+
+
+def _verbose(argv) -> bool:
+    """Whether ``argv`` asks for ``-v`` (also as ``-vv`` or ``--verbose``), read without parsing it."""
+    return any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in argv)

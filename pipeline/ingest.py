@@ -29,11 +29,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
-from . import io
-from .dataset import counts_of, finish, run_step
-from .executor import executor
-from .schema import SCHEMA_NAME, concat
-from .step import Counts, StepResult
+from pipeline.engine import location, reading, writing
+from pipeline.engine.dataset import counts_of, finish, run_step
+from pipeline.engine.executor import executor
+from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import ParamsError
+from pipeline.schema import SCHEMA_NAME, concat
 
 log = logging.getLogger(__name__)
 READER_GROUP = "punct_corpora.readers"
@@ -55,7 +56,7 @@ def get_reader(name: str) -> ModuleType:
     try:
         module = readers()[name]
     except KeyError:
-        raise ValueError(f"unknown reader {name!r}; available: {', '.join(sorted(readers()))}") from None
+        raise ParamsError(f"unknown reader {name!r}; available: {', '.join(sorted(readers()))}") from None
     return importlib.import_module(module)
 
 
@@ -87,14 +88,14 @@ class IngestStep:
         self.user_dict = user_dict
 
     def __call__(self, shard) -> StepResult:
-        from .languages import get_language
+        from pipeline.text.languages import get_language
 
         module = get_reader(self.reader)
         language = get_language(self.lang, self.user_dict)
         result = module.read(shard, language, self.corpus, self.options)
         if self.spoken and result.table is not None and result.table.num_rows:
-            from .spoken import speak_table
-            from .verbalize import get_verbalizer
+            from pipeline.text.spoken import speak_table
+            from pipeline.text.verbalize import get_verbalizer
 
             result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang))
             result.counts.stats.update(spoken_counts)
@@ -116,13 +117,13 @@ def plan(
     reader: str, inputs, lang: str, options, lines_per_shard: int, glob: str = "*", user_dict: str | None = None
 ) -> tuple[list, list[Path], Counts]:
     """The shards of an ingest, the input files, and the counts of directory entries not read."""
-    from .languages import get_language
+    from pipeline.text.languages import get_language
 
     get_language(lang, user_dict)  # an unknown language (or an unreadable dictionary) fails here
     skipped: dict = {}
     files: list[Path] = []
     for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
-        files += io.input_files(source, glob, skipped)
+        files += reading.input_files(source, glob, skipped)
     module = get_reader(reader)
     if hasattr(module, "shards"):
         shards = module.shards(files, options, lines_per_shard)
@@ -167,8 +168,10 @@ def ingest(
     step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     # the folders given too: an output inside one would be read by the next run
-    inputs_read = [*(p if io.is_url(p) else Path(p) for p in given), *files] + ([Path(user_dict)] if user_dict else [])
-    with io.Outputs(inputs=inputs_read) as outputs:
+    inputs_read = [*(p if location.is_url(p) else Path(p) for p in given), *files] + (
+        [Path(user_dict)] if user_dict else []
+    )
+    with writing.Outputs(inputs=inputs_read) as outputs:
         folder = outputs.dataset(out)
         stats_path = outputs.file(stats) if stats else None
         with executor(engine, workers, scheduler) as runner:
@@ -178,7 +181,7 @@ def ingest(
         finish(folder, "segments", results, schema=SCHEMA_NAME)
         report = report_of(reader, lang, corpus, counts)
         if stats_path is not None:
-            io.write_json_in_place(report, stats_path)
+            writing.write_json_in_place(report, stats_path)
     return report
 
 

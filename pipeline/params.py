@@ -23,13 +23,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from pipeline.errors import ParamsError
+
 SPLIT_NAMES = ("train", "dev", "test")
 SplitName = Literal["train", "dev", "test"]
 POLICIES = ("guerreiro", "ueffing", "nearest")
-
-
-class ParamsError(ValueError):
-    """A params problem, worded as one line: ``FILE: KEY.PATH: problem``."""
 
 
 class Section(BaseModel):
@@ -81,7 +79,7 @@ class CorpusBase(Section):
         return {k: v for k, v in self.model_dump().items() if k not in base}
 
     def reader_options(self):
-        from .ingest import get_reader
+        from pipeline.ingest import get_reader
 
         return get_reader(self.reader).Options.model_validate(self.options())
 
@@ -89,7 +87,7 @@ class CorpusBase(Section):
 @functools.cache
 def corpus_model(reader: str) -> type[BaseModel]:
     """The model of a corpus entry for ``reader``: the base keys plus the reader's options."""
-    from .ingest import get_reader
+    from pipeline.ingest import get_reader
 
     options = get_reader(reader).Options
     fields = {name: (info.annotation, info) for name, info in options.model_fields.items()}
@@ -234,7 +232,7 @@ def _train_model():
     nor depend on (in dvc.yaml) the training schema."""
     import importlib
 
-    return importlib.import_module(f"{__package__}.train_config").TrainParams
+    return importlib.import_module("pipeline.training.config").TrainParams
 
 
 class Params(Section):
@@ -339,7 +337,7 @@ def validate(model, data, where: str | None, prefix: tuple = ()):
 
 def reader_problem(reader) -> str | None:
     """Why ``reader`` names no reader (with a did-you-mean), or None: for a params entry and ``--reader``."""
-    from .ingest import readers
+    from pipeline.ingest import readers
 
     if reader in readers():
         return None
@@ -360,8 +358,9 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
     plugin code (a corpus's reader options and language, a train entry, a confusables language)
     are checked all, or, given ``entries`` (``[("corpora", "en_talks")]``), only those: a stage
     checks what it uses, so it runs (and depends on) only that code."""
-    from .io import InputError, read_text
-    from .languages import UnknownLanguageError, get_language
+    from pipeline.engine.reading import read_text
+    from pipeline.errors import InputError
+    from pipeline.text.languages import UnknownLanguageError, get_language
 
     def wanted(section: str, name: str) -> bool:
         return entries is None or (section, name) in entries

@@ -9,7 +9,7 @@ doc_id   document the segment belongs to (a talk, an article, a file)
 seg_id   0-based position of the segment inside its document
 words    the words, normalized (lowercased where the language says so), in order
 labels   one label per word: the punctuation that follows it (O/COMMA/PERIOD/QUESTION)
-case     one capitalization label per word (O/U/A/M, :mod:`pipeline.case`): with ``words``
+case     one capitalization label per word (O/U/A/M, :mod:`pipeline.text.case`): with ``words``
          they give back the source's form of every word
 surface  per word, the exact source form where ``case`` is M (``iPhone``), null elsewhere
 split    train/dev/test once a split stage assigned one; null before
@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .labels import CASE_LABELS, LABELS
+from pipeline.errors import SchemaError
+from pipeline.labels import CASE_LABELS, LABELS
 
 SCHEMA_NAME = "punct-segments/2"
 
@@ -64,10 +65,6 @@ def statistics_columns(schema: pa.Schema) -> list[str]:
     filtered reads).  Min/max of the words in a list column serve nothing and cost a fifth of
     the write."""
     return [f.name for f in schema if not pa.types.is_nested(f.type)]
-
-
-class SchemaError(ValueError):
-    pass
 
 
 def segments_table(

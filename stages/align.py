@@ -6,7 +6,7 @@ import logging
 import sys
 
 from pipeline import params as P
-from pipeline.align import align_datasets
+from pipeline.align.alignment import align_datasets
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.align")

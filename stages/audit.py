@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import sys
 
-from pipeline import io
 from pipeline import params as P
-from pipeline.audit import audit_datasets, empty_summary
-from pipeline.executor import executor
-from pipeline.reports import with_reports, write_outputs
+from pipeline.audit.reports import with_reports, write_outputs
+from pipeline.audit.stats import audit_datasets, empty_summary
+from pipeline.engine import location, writing
+from pipeline.engine.executor import executor
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.audit")
@@ -33,20 +33,20 @@ def _main(argv=None) -> int:
     params = P.load(args.params, [])
     data = args.data_dir
     names = params.segment_names()
-    paths = [io.join(data, "segments", f"{name}.parquet") for name in names]
+    paths = [location.join(data, "segments", f"{name}.parquet") for name in names]
     engine = params.engine_for()
-    with io.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers, engine.scheduler) as runner:
+    with writing.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers, engine.scheduler) as runner:
         result, histograms = audit_datasets(
             runner,
             paths,
-            outputs.scratch(io.join(args.out, "audit.json")),
+            outputs.scratch(location.join(args.out, "audit.json")),
             engine.shard_rows,
             drift_threshold=args.drift_threshold,
         )
     for name in names:  # a corpus with no rows is reported, not left out
         result.setdefault(name, empty_summary())
-    alignments = {name: io.join(data, "alignment", f"{name}.json") for name in params.alignments}
-    datasets = {name: io.join(data, "datasets", name, "report.json") for name in params.datasets}
+    alignments = {name: location.join(data, "alignment", f"{name}.json") for name in params.alignments}
+    datasets = {name: location.join(data, "datasets", name, "report.json") for name in params.datasets}
     result = with_reports(result, alignments, datasets)
     write_outputs(result, histograms, args.out, inputs=paths)
     log.info("audit: %d dataset(s) -> %s/audit.json, audit.html, table1.md", len(result), args.out)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import sys
 
-from pipeline import io
 from pipeline import params as P
-from pipeline.confusables import build_confusables, vocabulary_from_segments
-from pipeline.g2p import get_g2p
+from pipeline.engine import reading, writing
+from pipeline.phonetics.confusables import build_confusables, vocabulary_from_segments
+from pipeline.phonetics.g2p import get_g2p
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.confusables")
@@ -35,7 +35,7 @@ def _main(argv=None) -> int:
     if entry.corpus is not None:
         words = vocabulary_from_segments(args.vocab, entry.min_count)
     else:
-        words = [w.strip() for w in io.read_text(args.vocab).splitlines() if w.strip()]
+        words = [w.strip() for w in reading.read_text(args.vocab).splitlines() if w.strip()]
     g2p = get_g2p(entry.lang)
     if entry.keep_stress:
         g2p = type(g2p)(True)
@@ -48,10 +48,10 @@ def _main(argv=None) -> int:
             "confusables %s: radius %s: %d/%d settled", args.name, stage, done, total
         ),
     )
-    with io.Outputs(inputs=[args.vocab]) as outputs:
+    with writing.Outputs(inputs=[args.vocab]) as outputs:
         out = outputs.file(args.out)
-        io.write_parquet(table, out)
-        io.write_json_in_place(report, outputs.file(args.report))
+        writing.write_parquet(table, out)
+        writing.write_json_in_place(report, outputs.file(args.report))
     log.info("confusables %s: %d words, %d rows", args.name, report["words"], report["rows"])
     return 0
 

@@ -33,14 +33,20 @@ def chosen_at_run_time() -> frozenset[str]:
     """Modules a stage loads by name from its params (a reader, a language, a grammar, a g2p) or only
     for some entries (the spoken-form step): the import walk leaves them out, the entry adds them."""
     from pipeline.ingest import readers
-    from pipeline.languages import available_languages
+    from pipeline.text.languages import available_languages
 
-    names = {*readers().values(), "pipeline.spoken", "pipeline.verbalize"}
-    names |= {f"pipeline.languages.{code}" for code in available_languages()}
+    names = {*readers().values(), "pipeline.text.spoken", "pipeline.text.verbalize"}
+    names |= {f"pipeline.text.languages.{code}" for code in available_languages()}
     names |= {
-        f"pipeline.verbalize.{p.stem}" for p in (ROOT / "pipeline/verbalize").glob("*.py") if p.stem != "__init__"
+        f"pipeline.text.verbalize.{p.stem}"
+        for p in (ROOT / "pipeline/text/verbalize").glob("*.py")
+        if p.stem != "__init__"
     }
-    names |= {f"pipeline.g2p.{p.stem}" for p in (ROOT / "pipeline/g2p").glob("*.py") if p.stem != "__init__"}
+    names |= {
+        f"pipeline.phonetics.g2p.{p.stem}"
+        for p in (ROOT / "pipeline/phonetics/g2p").glob("*.py")
+        if p.stem != "__init__"
+    }
     return frozenset(names)
 
 
@@ -92,25 +98,25 @@ def closure(*modules: str) -> tuple[str, ...]:
         seen.add(name)
         # a chosen module's own imports are static (the transcript reader uses the text reader's code)
         todo += [m for m in _imports(name) if m not in seen and (name in chosen or m not in skip)]
-        if name == "pipeline.lexicon":  # it finds its data through the lexicons package
+        if name == "pipeline.text.lexicon":  # it finds its data through the lexicons package
             files.add("lexicons/__init__.py")
     return tuple(sorted({str(_module_file(m).relative_to(ROOT)) for m in seen} | files))
 
 
 def _language_modules(lang: str) -> list[str]:
-    return [f"pipeline.languages.{lang}"]
+    return [f"pipeline.text.languages.{lang}"]
 
 
 def _grammar_modules(lang: str) -> list[str]:
     """The verbalizer and the language's grammar, if it has one."""
-    own = f"pipeline.verbalize.{lang}"
-    return ["pipeline.verbalize", *([own] if _module_file(own) else [])]
+    own = f"pipeline.text.verbalize.{lang}"
+    return ["pipeline.text.verbalize", *([own] if _module_file(own) else [])]
 
 
 def _g2p_modules(lang: str) -> list[str]:
-    from pipeline.g2p import g2p_module
+    from pipeline.phonetics.g2p import g2p_module
 
-    return ["pipeline.g2p", g2p_module(lang)]
+    return ["pipeline.phonetics.g2p", g2p_module(lang)]
 
 
 def _under(path: str, folders: list[str]) -> bool:
@@ -189,7 +195,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
     for name, entry in params.corpus_entries.items():
         modules = ["stages.ingest", readers()[entry.reader], *_language_modules(entry.lang)]
         if entry.spoken:
-            modules += [*_grammar_modules(entry.lang), "pipeline.spoken"]
+            modules += [*_grammar_modules(entry.lang), "pipeline.text.spoken"]
         files = [entry.user_dict, entry.model_dump().get("sources")]
         stage(
             f"ingest-{name}",

@@ -1,14 +1,14 @@
 """DVC stage: a dataset's segments in other tools' formats (``datasets.<name>.export``): one folder per
-format under ``--out`` (``nemo/``, ``tsv/``, ``hf/``), see :mod:`pipeline.export`."""
+format under ``--out`` (``nemo/``, ``tsv/``, ``hf/``), see :mod:`pipeline.datasets.export`."""
 
 from __future__ import annotations
 
 import logging
 import sys
 
-from pipeline import io
 from pipeline import params as P
-from pipeline.export import export_datasets
+from pipeline.datasets.export import export_datasets
+from pipeline.engine import location, writing
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 log = logging.getLogger("stages.export")
@@ -23,17 +23,17 @@ def _main(argv=None) -> int:
     add_logging_options(parser)
     args = parser.parse_args(argv)
     setup_logging(args)
-    io.require_local(args.out, "export")
+    location.require_local(args.out, "export")
     params = P.load(args.params, [("datasets", args.name)])
     if args.name not in params.datasets:
         raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
     entry = params.datasets[args.name].export
-    with io.Outputs(inputs=[args.input]) as outputs:
+    with writing.Outputs(inputs=[args.input]) as outputs:
         folder = outputs.dataset(args.out)
         for fmt in entry.formats:
             splits = export_datasets([args.input], fmt, folder / fmt, case_column=entry.case_column)
             log.info("export %s: %s (%s)", args.name, fmt, ", ".join(splits))
-        io.write_manifest(folder, {"kind": "exports", "formats": list(entry.formats)})
+        writing.write_manifest(folder, {"kind": "exports", "formats": list(entry.formats)})
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from pipeline.sequences import sequences_dataset
+from pipeline.datasets.sequences import sequences_dataset
 from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
 
 log = logging.getLogger("stages.sequences")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from pipeline import io
-from pipeline.splits import SplitInput, split_dataset
+from pipeline.datasets.split import SplitInput, split_dataset
+from pipeline.engine import location
 from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
 
 log = logging.getLogger("stages.split")
@@ -25,8 +25,10 @@ def _main(argv=None) -> int:
     setup_logging(args)
     params, entry = dataset_entry(args)
     fixed = {**dict.fromkeys(entry.split.test_corpora, "test"), **entry.split.fixed}
-    inputs = [SplitInput(c, str(io.join(args.segments_dir, f"{c}.parquet"))) for c in entry.corpora]
-    inputs += [SplitInput(c, str(io.join(args.segments_dir, f"{c}.parquet")), split) for c, split in fixed.items()]
+    inputs = [SplitInput(c, str(location.join(args.segments_dir, f"{c}.parquet"))) for c in entry.corpora]
+    inputs += [
+        SplitInput(c, str(location.join(args.segments_dir, f"{c}.parquet")), split) for c, split in fixed.items()
+    ]
     report = split_dataset(inputs, entry.split, args.out, args.report, params.engine_for(entry.engine))
     log.info("split %s: %s", args.name, ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, int)))
     return 0

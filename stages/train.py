@@ -6,7 +6,7 @@
 
 On several GPUs or nodes the same command runs under ``accelerate launch`` (see the README).
 
-Reads ``train.NAME`` (validated by ``pipeline.train_config.TrainParams``) and the dataset's
+Reads ``train.NAME`` (validated by ``pipeline.training.config.TrainParams``) and the dataset's
 sequence options ``datasets.<dataset>.sequences`` (max_len, mode, stride, slot_filling) from the
 params file; from the dataset folder ``sequences.parquet`` (train/dev/test), ``tokenizer/`` and,
 with augmentation or capitalization, ``oversampled.parquet``; with 3R, the confusables Parquet
@@ -26,7 +26,8 @@ import logging
 import sys
 from pathlib import Path
 
-from pipeline import io
+from pipeline.engine import location, writing
+from pipeline.errors import ParamsError
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
 
@@ -43,10 +44,10 @@ def _confusion_csv(matrix: dict | None) -> str:
 
 def train_and_score(args) -> dict:
     from pipeline import params as P
-    from pipeline.augment import load_confusables
-    from pipeline.model import build_model, load_checkpoint
-    from pipeline.train import evaluate, train
-    from pipeline.training_data import SequenceOptions, TrainingData
+    from pipeline.datasets.augment import load_confusables
+    from pipeline.training.data import SequenceOptions, TrainingData
+    from pipeline.training.loop import evaluate, train
+    from pipeline.training.model import build_model, load_checkpoint
 
     loaded = P.load(args.params, [("train", args.name)])
     if args.name not in loaded.train_entries:
@@ -57,12 +58,12 @@ def train_and_score(args) -> dict:
     dataset = Path(args.dataset) if args.dataset else Path(args.data_dir) / "datasets" / str(params.dataset)
     name = params.dataset or dataset.name
     if params.dataset and dataset.name != params.dataset:
-        raise ValueError(f"--dataset {dataset} is not the folder of train.{args.name}.dataset {params.dataset!r}")
+        raise ParamsError(f"--dataset {dataset} is not the folder of train.{args.name}.dataset {params.dataset!r}")
     if name not in loaded.datasets:
         raise P.ParamsError(f"{args.params}: datasets.{name}: no such dataset (the sequences' max_len...)")
     options = SequenceOptions.from_params(loaded.datasets[name].sequences.model_dump())
     if params.max_len is not None and params.max_len != options.max_len:
-        raise ValueError(
+        raise ParamsError(
             f"train.{args.name}.max_len: {params.max_len} differs from datasets.{name}.sequences.max_len "
             f"{options.max_len} (training uses the dataset's; drop the key)"
         )
@@ -70,14 +71,14 @@ def train_and_score(args) -> dict:
     confusables = None
     if aug is not None and aug.kind == "3r" and aug.confusables:
         if not args.confusables:
-            raise ValueError(
+            raise ParamsError(
                 f"train.{args.name}.augmentation.confusables is {aug.confusables!r}: pass its Parquet (--confusables)"
             )
         if Path(args.confusables).stem != aug.confusables:
-            raise ValueError(f"--confusables {args.confusables} is not the confusables entry {aug.confusables!r}")
+            raise ParamsError(f"--confusables {args.confusables} is not the confusables entry {aug.confusables!r}")
         confusables = load_confusables(args.confusables)
         if not confusables:
-            raise ValueError(f"{args.confusables}: no confusable words")
+            raise ParamsError(f"{args.confusables}: no confusable words")
     data = TrainingData.from_folder(dataset, options, confusables)
     model = build_model(params, data.tokenizer)
     model_dir = Path(args.model_dir) if args.model_dir else Path(args.models_dir) / args.name
@@ -112,15 +113,15 @@ def train_and_score(args) -> dict:
             result[split] = {}
     metrics = Path(args.metrics) if args.metrics else Path(args.reports_dir) / f"train_{args.name}.json"
     plots = Path(args.plots_dir) if args.plots_dir else metrics.parent
-    io.write_json(result, metrics)
+    writing.write_json(result, metrics)
     steps = _io.StringIO()
     fields = ["step", "epoch", "loss", "lr", "grad_norm"] + (["case_loss"] if params.capitalization else [])
     writer = csv.DictWriter(steps, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(history["steps"])
-    io.write_text(steps.getvalue(), plots / f"train_{args.name}_steps.csv")
+    writing.write_text(steps.getvalue(), plots / f"train_{args.name}_steps.csv")
     test = result["test"]
-    io.write_text(
+    writing.write_text(
         _confusion_csv(test["overall"]["confusion"] if test else None), plots / f"train_{args.name}_confusion.csv"
     )
     overall = test["overall"]["overall"] if test else {}
@@ -156,13 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv=None) -> int:
-    from pipeline import io
 
     args = build_parser().parse_args(argv)
     setup_logging(args)
     for value in (args.dataset, args.confusables, args.model_dir, args.metrics, args.plots_dir, args.checkpoint_dir):
         if value:
-            io.require_local(value, "training")
+            location.require_local(value, "training")
     train_and_score(args)
     return 0
 

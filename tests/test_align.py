@@ -5,13 +5,13 @@ import pyarrow.compute as pc
 import pytest
 
 from corpora import get_reader
-from pipeline.align import AlignmentError, align_document, align_tables
-from pipeline.labelling import label_lines, render
+from pipeline.align.alignment import AlignmentError, align_document, align_tables
 from pipeline.labels import LABEL_TO_ID, LABELS
-from pipeline.languages import get_language
-from pipeline.metrics import scores
 from pipeline.schema import segments_table
-from pipeline.verbalize import get_verbalizer
+from pipeline.text.labelling import label_lines, render
+from pipeline.text.languages import get_language
+from pipeline.text.verbalize import get_verbalizer
+from pipeline.training.metrics import scores
 
 EN = get_language("en")
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from pipeline.audit import audit, sentence_lengths
+from pipeline.audit.stats import audit, sentence_lengths
 from pipeline.schema import segments_table
 
 

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from corpora import get_reader
-from pipeline.audit import audit
-from pipeline.report_html import report_html, table1_markdown
-from pipeline.reports import write_outputs
+from pipeline.audit.html import report_html, table1_markdown
+from pipeline.audit.reports import write_outputs
+from pipeline.audit.stats import audit
 from pipeline.schema import segments_table
 
 # Alam et al. 2020, Table 1 rows (as printed) and Table 2 (mean, std)

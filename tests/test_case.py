@@ -16,18 +16,18 @@ import pytest
 from support.datasets import write_dataset
 
 from corpora import get_reader
-from pipeline.align import align_document, align_tables
-from pipeline.audit import audit
-from pipeline.case import apply_case
-from pipeline.export import export_datasets
+from pipeline.align.alignment import align_document, align_tables
+from pipeline.audit.stats import audit
+from pipeline.datasets.export import export_datasets
 from pipeline.ingest import get_reader as reader_module
 from pipeline.ingest import plan
-from pipeline.labelling import label_lines
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
-from pipeline.languages import get_language
-from pipeline.metrics import scores
 from pipeline.schema import concat, segments_table, with_column
-from pipeline.verbalize import get_verbalizer
+from pipeline.text.case import apply_case
+from pipeline.text.labelling import label_lines
+from pipeline.text.languages import get_language
+from pipeline.text.verbalize import get_verbalizer
+from pipeline.training.metrics import scores
 
 EN = get_language("en")
 
@@ -274,7 +274,7 @@ class Spell:
     spoken = {"4th": [["fourth"]], "3d": [["three", "d"]]}
 
     def analyse(self, words, stops=(), candidates=None):
-        from pipeline.verbalize import Group
+        from pipeline.text.verbalize import Group
 
         return [Group(i, i + 1, "spell", True, [self.spoken[w]]) for i, w in enumerate(words) if w in self.spoken]
 

@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.confusables import brute_force_top_k, build_confusables, encode, top_k
-from pipeline.g2p import NoG2pError, get_g2p
+from pipeline.errors import InputError
+from pipeline.phonetics.confusables import brute_force_top_k, build_confusables, encode, top_k
+from pipeline.phonetics.g2p import NoG2pError, get_g2p
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def test_import_is_offline_and_silent(root):
         "def refuse(*a, **k): raise OSError('network used')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "from pipeline.g2p import get_g2p\n"
+        "from pipeline.phonetics.g2p import get_g2p\n"
         "g = get_g2p('en')\n"
         "print(g.phonemize(['zyxquorp'])[0][0])\n"
     )
@@ -70,7 +71,7 @@ def test_exact_against_brute_force_on_random_cmudict_words(en):
 def test_exact_on_every_word_of_a_sparse_vocabulary():
     """Random sequences of 1 to 40 symbols: most words settle only in the brute-force tail, many
     after its probe window fails (k-th distance > PROBE), some with fewer than k words in a window."""
-    from pipeline import confusables
+    from pipeline.phonetics import confusables
 
     rng = random.Random(11)
     symbols = [f"P{i}" for i in range(40)]
@@ -117,9 +118,9 @@ def test_other_languages():
 
 
 def test_bad_vocabularies(en):
-    with pytest.raises(ValueError, match="vocabulary is empty"):
+    with pytest.raises(InputError, match="vocabulary is empty"):
         build_confusables(["", "  "], en)
-    with pytest.raises(ValueError, match="no word of the vocabulary could be converted"):
+    with pytest.raises(InputError, match="no word of the vocabulary could be converted"):
         build_confusables(["123", "4th"], en)
 
 

@@ -10,14 +10,14 @@ from support.datasets import digests, write_dataset
 from support.reference import build_sequences_reference
 
 from corpora import get_reader
-from pipeline.augment import alam, three_r
-from pipeline.export import export_datasets
-from pipeline.io import read_segments
-from pipeline.oversample import oversample_dataset
+from pipeline.datasets.augment import alam, three_r
+from pipeline.datasets.export import export_datasets
+from pipeline.datasets.oversample import oversample_dataset
+from pipeline.datasets.sequences import build_sequences, train_tokenizer, words_from_sequences
+from pipeline.datasets.split import SplitInput, split_dataset
+from pipeline.engine.reading import read_segments
 from pipeline.params import OversampleParams, SplitParams
 from pipeline.schema import segments_table, with_column
-from pipeline.sequences import build_sequences, train_tokenizer, words_from_sequences
-from pipeline.splits import SplitInput, split_dataset
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_splits_are_stable_and_disjoint(news, tmp_path):
 
 def test_split_counts_match_the_rule_on_any_sharding(news, tmp_path):
     """Count splits take documents in hash order: the first 20 by (hash, id) go to train, whatever the shards."""
-    from pipeline.splits import doc_hash
+    from pipeline.datasets.split import doc_hash
 
     table, _ = _split([news], {"counts": {"train": 20, "dev": 5}, "seed": 9}, tmp_path)
     docs = sorted(set(news["doc_id"].to_pylist()), key=lambda d: (doc_hash(d, 9), d))
@@ -80,7 +80,7 @@ def test_document_hashes_are_the_per_document_hash(news):
     blake2b digest of seed and id, big-endian, over 2**64 (as the splits were always drawn)."""
     import hashlib
 
-    from pipeline.splits import doc_hashes
+    from pipeline.datasets.split import doc_hashes
 
     ids = [*sorted(set(news["doc_id"].to_pylist())), "", "é#1"]
     for seed in (0, 9, 2021):
@@ -92,7 +92,7 @@ def test_document_hashes_are_the_per_document_hash(news):
 
 def _assert_cut_80_10_10_in_hash_order(strata: dict[str, list[str]], got: dict[str, str], seed: int) -> None:
     """Each stratum's documents, in hash order, are train, then dev, then test, at exact 80/10/10 cuts."""
-    from pipeline.splits import doc_hash
+    from pipeline.datasets.split import doc_hash
 
     for members in strata.values():
         order = sorted(members, key=lambda d: (doc_hash(d, seed), d))
@@ -103,7 +103,7 @@ def _assert_cut_80_10_10_in_hash_order(strata: dict[str, list[str]], got: dict[s
 
 def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
     """Gupta 2021: each stratum (the marks a line has) cut by the ratios in hash order."""
-    from pipeline.splits import marks_of
+    from pipeline.datasets.split import marks_of
 
     lines = get_reader("text")(
         [shared / "indic/flores/hin_Deva.devtest"], lang="hi", corpus="h", doc_boundary="line", quoting="csv"
@@ -125,7 +125,7 @@ def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
     """A document's stratum is the set of marks over all its sentences, so documents of five
     sentences still split 80/10/10 (marks joined per sentence made nearly every document a stratum
     of its own, and each such one-document stratum rounded to train)."""
-    from pipeline.splits import marks_of
+    from pipeline.datasets.split import marks_of
 
     lines = (shared / "indic/flores/hin_Deva.devtest").read_text(encoding="utf-8").splitlines()
     text = tmp_path / "docs.txt"
@@ -182,7 +182,7 @@ def test_smallest_keys_are_heapq_nsmallest_with_hash_ties():
     the documents whose hash can be among them, ties on the hash included."""
     import heapq
 
-    from pipeline.splits import _Docs
+    from pipeline.datasets.split import _Docs
 
     rng = np.random.default_rng(3)
     tied = rng.choice([0.1, 0.25, 0.5, 0.75], size=60) + rng.choice([0.0, 0.01], size=60)
@@ -206,7 +206,7 @@ def test_smallest_keys_are_heapq_nsmallest_with_hash_ties():
     ],
 )
 def test_value_changes_compare_as_python_values(column):
-    from pipeline.dataset import value_changes
+    from pipeline.engine.dataset import value_changes
 
     values = column.to_pylist()
     assert value_changes(column).tolist() == [i == 0 or values[i] != values[i - 1] for i in range(len(values))]
@@ -259,7 +259,7 @@ def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, mo
     Runs of two messages give the bytes of one run, on two workers."""
     import logging
 
-    from pipeline import oversample
+    from pipeline.datasets import oversample
     from pipeline.params import EngineParams
 
     _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
@@ -268,7 +268,7 @@ def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, mo
     for name, run_messages in (("one run", 10**6), ("runs of two", 2)):
         monkeypatch.setattr(oversample, "RUN_MESSAGES", run_messages)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="pipeline.oversample"):
+        with caplog.at_level(logging.INFO, logger="pipeline.datasets.oversample"):
             report = oversample_dataset(
                 tmp_path / "split",
                 OversampleParams(question_share=0.02),
@@ -365,7 +365,7 @@ def _insert_reference(table: pa.Table, incoming: pa.Table) -> pa.Table:
 def test_question_copies_are_inserted_by_the_documented_rule(news, tmp_path):
     """The vectorized insertion of question copies equals the rule applied one copy at a time, with
     several copies into one document, several languages and copies at both ends of a document."""
-    from pipeline.oversample import COPY_SCHEMA, _insert
+    from pipeline.datasets.oversample import COPY_SCHEMA, _insert
 
     table, _ = _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
     table = table.slice(0, 600)
@@ -483,8 +483,8 @@ def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
     """The packaged MiniLM's tokenizer.json pads every encoding to 128: a word is still its own pieces."""
     from transformers import AutoTokenizer
 
-    from pipeline.pretrained import pretrained_path
-    from pipeline.sequences import PieceCache
+    from pipeline.datasets.sequences import PieceCache
+    from pipeline.training.pretrained import pretrained_path
 
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))
     words = ["restoration", "the", "punctuation", "zzyzx", "naïve"]
@@ -496,7 +496,7 @@ def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
 
 def test_piece_cache_cleared_when_full_gives_the_same_pieces():
     """A cache over its limit starts again; the ids of every word stay the tokenizer's own."""
-    from pipeline.sequences import PieceCache
+    from pipeline.datasets.sequences import PieceCache
 
     words = ["the", "cat", "sat", "on", "the", "mat", "while", "a", "dog", "barked", "at", "the", "cats"]
     tokenizer = train_tokenizer(iter(words), vocab_size=60)
@@ -518,9 +518,9 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
     import subprocess
     import sys
 
-    from pipeline.dataset import row_shards
-    from pipeline.pretrained import load_tokenizer, save_tokenizer
-    from pipeline.sequences import SequencesStep, packing_files
+    from pipeline.datasets.sequences import SequencesStep, packing_files
+    from pipeline.engine.dataset import row_shards
+    from pipeline.training.pretrained import load_tokenizer, save_tokenizer
 
     if tokenizer_name == "train":
         tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
@@ -536,7 +536,7 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
         pickle.dumps((SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend), shard))
     )
     probe = (
-        "import pickle, sys; from pipeline.sequences import SequencesStep; "
+        "import pickle, sys; from pipeline.datasets.sequences import SequencesStep; "
         f"step, shard = pickle.loads(open({str(tmp_path / 'step.pickle')!r}, 'rb').read()); "
         "print(step(shard).table.num_rows, 'transformers' in sys.modules, 'torch' in sys.modules)"
     )
@@ -551,8 +551,8 @@ def test_sequences_driver_trains_and_saves_a_tokenizer_without_torch(tmp_path):
     import sys
 
     probe = (
-        "import sys; from pipeline.sequences import train_tokenizer, packing_files; "
-        "from pipeline.pretrained import save_tokenizer; "
+        "import sys; from pipeline.datasets.sequences import train_tokenizer, packing_files; "
+        "from pipeline.training.pretrained import save_tokenizer; "
         "tok = train_tokenizer(iter('the cat sat on the mat'.split()), vocab_size=40); "
         f"save_tokenizer(tok, {str(tmp_path / 'tok')!r}); "
         f"path, ids = packing_files(tok, {str(tmp_path / 'tok')!r}, {str(tmp_path)!r}); "
@@ -570,7 +570,7 @@ def test_tokenizer_trained_on_word_counts_is_the_one_trained_on_the_text(shared,
     text (raw lines, not yet NFC, so the normalizer's work is part of the check)."""
     from collections import Counter
 
-    from pipeline.sequences import normalized_counts, repeated_words
+    from pipeline.datasets.sequences import normalized_counts, repeated_words
 
     lines = []
     for name in ("indic/flores/hin_Deva.devtest", "indic/flores/ben_Beng.devtest", "iwslt_en/dev2012.tsv"):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from support.datasets import digests
 
+from pipeline.engine.reading import read_json, read_segments
+from pipeline.engine.textfiles import line_shards
 from pipeline.ingest import IngestStep, ingest, ingest_table, plan
-from pipeline.io import read_json, read_segments
-from pipeline.textfiles import line_shards
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ def test_shards_cover_every_line_once(hindi):
 def test_shards_do_not_depend_on_the_scan_block(hindi, tmp_path, monkeypatch, block, doc_boundary):
     """The scan reads blocks ending on a line end (a CR last in a block may be half a CRLF): any
     block size gives the same shards, over LF, CRLF, lone CR and blank-line documents."""
-    from pipeline import textfiles
+    from pipeline.engine import textfiles
 
     lines = hindi[0].read_bytes().splitlines()[:300]
     ends = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n \r\n"]
@@ -71,7 +71,7 @@ def test_line_bounds_and_blank_lines_follow_the_rule():
 
     import numpy as np
 
-    from pipeline.textfiles import _BLANK_TEXT, blank_flags, line_bounds
+    from pipeline.engine.textfiles import _BLANK_TEXT, blank_flags, line_bounds
 
     pieces = ["word", "शब्द", "中", " ", "\t", "\x00", "\x7f", "\u00a0", "\u2003", "\u3000", "\u1680"]
     pieces += ["\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff", "\u00ad", "\u2028"]
@@ -151,7 +151,7 @@ def test_a_shard_never_cuts_a_document(tmp_path):
     """Documents longer than a shard: each lies whole in one part file, as the dataset stages need."""
     import pyarrow.parquet as pq
 
-    from pipeline.dataset import row_shards
+    from pipeline.engine.dataset import row_shards
 
     docs = ["\n".join(f"Document {d} says {k}." for k in range(10)) for d in range(12)]
     path = tmp_path / "docs.txt"
@@ -202,8 +202,8 @@ class SlowStep(IngestStep):
 def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     from distributed import Client, LocalCluster
 
-    from pipeline.dataset import finish, run_step
-    from pipeline.executor import DaskExecutor
+    from pipeline.engine.dataset import finish, run_step
+    from pipeline.engine.executor import DaskExecutor
     from pipeline.ingest import validate_options
 
     options = validate_options("text", {"doc_boundary": "line"})

@@ -10,14 +10,16 @@ import pyarrow.compute as pc
 import pytest
 from support.datasets import digests, write_dataset
 
-from pipeline.align import AlignmentError, align_datasets, align_tables
-from pipeline.dataset import read_rows, row_shards
-from pipeline.io import InputError, read_segments, write_parquet
-from pipeline.oversample import oversample_dataset
+from pipeline.align.alignment import AlignmentError, align_datasets, align_tables
+from pipeline.datasets.oversample import oversample_dataset
+from pipeline.datasets.sequences import build_sequences, sequences_dataset, train_tokenizer
+from pipeline.datasets.split import SplitInput, split_dataset
+from pipeline.engine.dataset import read_rows, row_shards
+from pipeline.engine.reading import read_segments
+from pipeline.engine.writing import write_parquet
+from pipeline.errors import InputError
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 from pipeline.schema import concat, segments_table, with_column
-from pipeline.sequences import build_sequences, sequences_dataset, train_tokenizer
-from pipeline.splits import SplitInput, split_dataset
 
 ENGINES = (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2))
 
@@ -67,7 +69,7 @@ def test_row_shards_never_split_a_document(talks):
 
 def test_align_sharded_equals_in_memory_on_every_engine(talks, tmp_path):
     folder, ref, hyp = talks
-    from pipeline.verbalize import verbalizer_or_none
+    from pipeline.text.verbalize import verbalizer_or_none
 
     whole, whole_report = align_tables(ref, hyp, corpus="aligned", workers=1, verbalizer=verbalizer_or_none("en"))
     for name, engine, workers in ENGINES:
@@ -120,7 +122,7 @@ def test_align_by_order_across_shards(talks, tmp_path):
     folder, ref, hyp = talks
     renamed = with_column(hyp, "doc_id", pc.binary_join_element_wise("asr-", hyp["doc_id"], ""))
     write_dataset(renamed, tmp_path / "hyp.parquet")
-    from pipeline.verbalize import verbalizer_or_none
+    from pipeline.text.verbalize import verbalizer_or_none
 
     expected, _ = align_tables(ref, renamed, pair_by="order", verbalizer=verbalizer_or_none("en"))
     align_datasets(
@@ -138,7 +140,7 @@ def test_align_by_order_across_shards(talks, tmp_path):
 def test_a_document_across_part_files_is_refused(talks, tmp_path):
     """On every engine, and first in file order: an unreadable part after it, scanned in the same
     task, does not hide it."""
-    from pipeline.executor import executor
+    from pipeline.engine.executor import executor
 
     _folder, _ref, hyp = talks
     docs = hyp["doc_id"].to_pylist()
@@ -158,7 +160,7 @@ def test_a_document_across_part_files_is_refused(talks, tmp_path):
 
 def test_row_shards_the_same_on_every_engine(talks, tmp_path):
     """The files are scanned on the workers, a few to a task: the shards do not depend on it."""
-    from pipeline.executor import executor
+    from pipeline.engine.executor import executor
 
     _folder, _ref, hyp = talks
     write_dataset(hyp, tmp_path / "parts", parts=7)
@@ -204,7 +206,7 @@ def test_sequences_failing_in_the_driver_leaves_nothing(talks, tmp_path):
     write_dataset(table, tmp_path / "segments.parquet", by_doc=True)
     params = SequencesParams(tokenizer=str(tmp_path / "no-tokenizer-here"), max_len=128)
     for engine, workers in (("local", 2), ("local", 1)):
-        with pytest.raises(ValueError, match="cannot be loaded"):
+        with pytest.raises(InputError, match="cannot be loaded"):
             sequences_dataset(
                 tmp_path / "segments.parquet",
                 params,
@@ -223,7 +225,7 @@ def read_segments_plain(path):
     return (
         pq.read_table(path)
         .replace_schema_metadata(None)
-        .cast(__import__("pipeline.sequences", fromlist=["SEQUENCE_SCHEMA"]).SEQUENCE_SCHEMA)
+        .cast(__import__("pipeline.datasets.sequences", fromlist=["SEQUENCE_SCHEMA"]).SEQUENCE_SCHEMA)
     )
 
 
@@ -402,7 +404,7 @@ def test_align_stage(talks, tmp_path):
 
 def test_one_value_reads_the_statistics_of_every_part(talks, tmp_path):
     """The sequences report skips its per-corpus audit when the statistics show one corpus."""
-    from pipeline.dataset import one_value
+    from pipeline.engine.dataset import one_value
 
     _folder, ref, _hyp = talks
     write_dataset(ref, tmp_path / "one", parts=3)
@@ -420,8 +422,8 @@ def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path, corpora)
     summaries as two audits, even when the pooled name is also one of the corpora's names.  The
     pooled view's hash groups are unions of the per-corpus ones; where a shard holds one corpus,
     the two views also share its tallies."""
-    from pipeline.audit import AuditView, audit_dataset_views, audit_datasets
-    from pipeline.executor import executor
+    from pipeline.audit.stats import AuditView, audit_dataset_views, audit_datasets
+    from pipeline.engine.executor import executor
 
     _folder, ref, _hyp = talks
     docs = ref["doc_id"].to_pylist()
@@ -445,7 +447,7 @@ def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path, corpora)
 
 
 def test_sequences_report_audits_once_for_one_corpus(talks, tmp_path, monkeypatch):
-    from pipeline import audit
+    from pipeline.audit import stats as audit
 
     _folder, ref, _hyp = talks
     table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))

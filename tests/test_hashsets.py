@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from pipeline import hashsets
-from pipeline.executor import executor
+from pipeline.engine import hashsets
+from pipeline.engine.executor import executor
 
 
 def _shards(seed: int, n_shards: int):

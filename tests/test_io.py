@@ -3,7 +3,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipeline import io
+from pipeline import errors
+from pipeline.engine import reading, writing
 from pipeline.schema import SchemaError, segments_table
 
 
@@ -13,29 +14,29 @@ def sample_table():
 
 def test_parquet_round_trip_and_determinism(tmp_path):
     table = sample_table()
-    io.write_parquet(table, tmp_path / "a.parquet")
-    io.write_parquet(table, tmp_path / "b.parquet")
+    writing.write_parquet(table, tmp_path / "a.parquet")
+    writing.write_parquet(table, tmp_path / "b.parquet")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
-    back = io.read_segments(tmp_path / "a.parquet")
+    back = reading.read_segments(tmp_path / "a.parquet")
     assert back.equals(table)
     assert back.schema.field("words").type == pa.list_(pa.string())
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     target = tmp_path / "out" / "x.parquet"
-    io.write_table(sample_table(), target)
+    writing.write_table(sample_table(), target)
     before = target.read_bytes()
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(io.pq, "write_table", boom)
+    monkeypatch.setattr(writing.pq, "write_table", boom)
     with pytest.raises(RuntimeError):
-        io.write_table(sample_table(), target)
+        writing.write_table(sample_table(), target)
     assert target.read_bytes() == before  # the old output is untouched
     assert [p.name for p in target.parent.iterdir()] == ["x.parquet"]  # no temporary or lock left behind
     with pytest.raises(RuntimeError):
-        io.write_table(sample_table(), tmp_path / "out" / "new.parquet")
+        writing.write_table(sample_table(), tmp_path / "out" / "new.parquet")
     assert not (tmp_path / "out" / "new.parquet").exists()
 
 
@@ -49,12 +50,12 @@ def test_schema_checks():
 def test_not_a_parquet(tmp_path):
     path = tmp_path / "x.parquet"
     path.write_text("nope")
-    with pytest.raises(io.InputError, match=r"x\.parquet: not a readable Parquet"):
-        io.read_segments(path)
+    with pytest.raises(errors.InputError, match=r"x\.parquet: not a readable Parquet"):
+        reading.read_segments(path)
 
 
 def test_write_json_atomic(tmp_path):
-    io.write_json({"a": 1}, tmp_path / "d" / "m.json")
+    writing.write_json({"a": 1}, tmp_path / "d" / "m.json")
     assert json.loads((tmp_path / "d" / "m.json").read_text()) == {"a": 1}
 
 
@@ -72,10 +73,10 @@ def test_encoded_label_columns_write_the_bytes_of_plain_ones(tmp_path):
     plain = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, labels, case=case)
     coded = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, encoded(labels), case=encoded(case))
     assert pa.types.is_dictionary(coded.schema.field("labels").type.value_type)
-    io.write_parquet(plain, tmp_path / "plain.parquet")
-    io.write_parquet(coded, tmp_path / "coded.parquet")
+    writing.write_parquet(plain, tmp_path / "plain.parquet")
+    writing.write_parquet(coded, tmp_path / "coded.parquet")
     assert (tmp_path / "plain.parquet").read_bytes() == (tmp_path / "coded.parquet").read_bytes()
-    assert io.read_segments(tmp_path / "coded.parquet").equals(plain)
+    assert reading.read_segments(tmp_path / "coded.parquet").equals(plain)
 
 
 def test_schema_checks_the_labels_an_encoded_column_uses():

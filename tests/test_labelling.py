@@ -1,7 +1,7 @@
 import pytest
 
-from pipeline.labelling import label_lines, render
-from pipeline.languages import UnknownLanguageError, get_language
+from pipeline.text.labelling import label_lines, render
+from pipeline.text.languages import UnknownLanguageError, get_language
 
 
 def pairs(line, lang="en"):
@@ -142,8 +142,8 @@ def test_fast_paths_equal_the_plain_kernels():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.labelling import _has_unicode_space, _lower, _strip_openers
-    from pipeline.normalize import non_ascii_rows
+    from pipeline.text.labelling import _has_unicode_space, _lower, _strip_openers
+    from pipeline.text.normalize import non_ascii_rows
 
     openers = "".join(sorted(get_language("en").punctuation.openers))
     words = ["plain", "“quoted", "(paren", "Émile", "ÉCOLE", "’tis", "", "«guillemets", "İstanbul", "x"]
@@ -207,7 +207,7 @@ def test_control_characters_become_spaces_and_tabs_stay():
 
     import pyarrow as pa
 
-    from pipeline.normalize import replace_controls
+    from pipeline.text.normalize import replace_controls
 
     counts = Counter()
     out = replace_controls(pa.array(["a\tb", "c\x7fd", "plain", "e\x00f\x1f"]), counts)
@@ -227,7 +227,7 @@ def test_other_script_words_found_by_the_letter_test_on_the_rest_only():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.labelling import _other_script
+    from pipeline.text.labelling import _other_script
 
     words = ["नमस्ते", "COVID", "123", "", "x१", "—", "Ⓐ", "कोविड-19", "ஒன்று", "abc", "١٢", "ü", "%"] * 50
     array = pa.array(words, pa.string())

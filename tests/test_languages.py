@@ -11,13 +11,13 @@ from conftest import ROOT
 from corpora import get_reader
 from corpora.news_json import load_sources
 from corpora.ted_xml import prepare as prepare_ted
-from pipeline.audit import audit
-from pipeline.io import InputError
-from pipeline.labelling import label_lines
-from pipeline.languages import UnknownLanguageError, get_language
-from pipeline.scripts import dominant_script
-from pipeline.spoken import speak_table
-from pipeline.verbalize import get_verbalizer
+from pipeline.audit.stats import audit
+from pipeline.errors import InputError, ParamsError
+from pipeline.text.labelling import label_lines
+from pipeline.text.languages import UnknownLanguageError, get_language
+from pipeline.text.scripts import dominant_script
+from pipeline.text.spoken import speak_table
+from pipeline.text.verbalize import get_verbalizer
 
 HAND_CHECKED = [
     line.split("\t")
@@ -147,7 +147,7 @@ def test_mandarin_stray_spaces_and_user_dictionary(tmp_path, monkeypatch):
         [_write(tmp_path, "我爱叉烧包子铺。\n")], lang="zh", corpus="z", user_dict=str(user_dict)
     )
     assert "叉烧包子铺" in table.table["words"][0].as_py()
-    with pytest.raises(ValueError, match="only Mandarin"):
+    with pytest.raises(ParamsError, match="only Mandarin"):
         get_language("hi", str(user_dict))
 
 
@@ -221,8 +221,8 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
     import pyarrow as pa
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 
-    from pipeline.languages import get_language
-    from pipeline.normalize import clean_lines
+    from pipeline.text.languages import get_language
+    from pipeline.text.normalize import clean_lines
 
     name = INDIC_FILES[code]
     lines = []
@@ -255,9 +255,9 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
 def test_mandarin_block_normalization_equals_line_by_line(shared):
     import pyarrow as pa
 
-    from pipeline.languages import get_language
-    from pipeline.languages.zh import normalize_block
-    from pipeline.normalize import clean_lines
+    from pipeline.text.languages import get_language
+    from pipeline.text.languages.zh import normalize_block
+    from pipeline.text.normalize import clean_lines
 
     lines = (shared / "iwslt_zh/iwslt2012_test_zh.txt").read_text(encoding="utf-8").split("\n")
     lines += ["中文 中文", "中文 ,", "中文,\n", "abc 中文?"]
@@ -277,7 +277,7 @@ def test_mandarin_segmentation_agrees_with_python_jieba(shared):
 
     import jieba
 
-    from pipeline.languages.zh import segmenter
+    from pipeline.text.languages.zh import segmenter
 
     jieba.setLogLevel(logging.WARNING)
     python_jieba = jieba.Tokenizer()
@@ -297,7 +297,7 @@ def test_mandarin_segmentation_agrees_with_python_jieba(shared):
 
 
 def test_mandarin_user_dictionary_format(tmp_path):
-    from pipeline.languages.zh import read_user_dictionary, segmenter
+    from pipeline.text.languages.zh import read_user_dictionary, segmenter
 
     path = tmp_path / "user.txt"
     path.write_text("\ufeff云计算 5\n\n创新办 3 i\n台中\n", encoding="utf-8")
@@ -305,7 +305,7 @@ def test_mandarin_user_dictionary_format(tmp_path):
     assert "创新办" in segmenter(str(path)).cut("李小福是创新办主任", True)
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"\xff\xfe")
-    with pytest.raises(ValueError, match=r"bad\.txt: cannot read the jieba user dictionary"):
+    with pytest.raises(InputError, match=r"bad\.txt: cannot read the jieba user dictionary"):
         read_user_dictionary(str(bad))
 
 
@@ -314,7 +314,7 @@ def test_block_normalizer_is_called_once_per_batch():
     breaks the line count is caught and replaced by one call per line."""
     import pyarrow as pa
 
-    from pipeline.languages import Language
+    from pipeline.text.languages import Language
 
     calls = []
     once = Language(code="xx", name="test", normalize_block=lambda text: calls.append(text) or text.upper())
@@ -333,7 +333,7 @@ def test_clean_lines_equals_a_plain_python_reference(shared):
 
     import pyarrow as pa
 
-    from pipeline.normalize import DELETE, JOINERS, SPACES, clean_lines
+    from pipeline.text.normalize import DELETE, JOINERS, SPACES, clean_lines
 
     lines = [
         "plain ascii",
@@ -370,7 +370,7 @@ def test_nfc_suspects_catch_every_string_that_nfc_changes(shared):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.normalize import nfc_suspects
+    from pipeline.text.normalize import nfc_suspects
 
     def missed_and_flagged(strings):
         flagged = pc.match_substring_regex(pa.array(strings, pa.string()), nfc_suspects()).to_pylist()

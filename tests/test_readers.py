@@ -3,7 +3,7 @@
 import pytest
 
 from corpora import get_reader
-from pipeline.io import InputError
+from pipeline.errors import InputError, ParamsError
 
 
 def write(tmp_path, name, data):
@@ -104,7 +104,7 @@ def test_transcript_all_labels_o_and_marks_counted(tmp_path):
 
 
 def test_unknown_reader():
-    with pytest.raises(ValueError, match="unknown reader 'xml'"):
+    with pytest.raises(ParamsError, match="unknown reader 'xml'"):
         get_reader("xml")
 
 

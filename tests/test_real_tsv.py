@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 
 from corpora import get_reader
-from pipeline.audit import audit
-from pipeline.labelling import label_lines, render
-from pipeline.languages import get_language
+from pipeline.audit.stats import audit
+from pipeline.text.labelling import label_lines, render
+from pipeline.text.languages import get_language
 
 # ../shared/corpora/README.md (Alam et al. 2020, Table 1)
 TABLE_1 = {

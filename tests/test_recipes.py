@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from pipeline.io import read_segments
+from pipeline.engine.reading import read_segments
 from stages import ingest as ingest_stage
 from stages import oversample as oversample_stage
 from stages import sequences as sequences_stage

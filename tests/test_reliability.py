@@ -40,7 +40,7 @@ from support.reliability import (
     write_params,
 )
 
-from pipeline import io
+from pipeline.engine import reading, writing
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def ingest(tmp: Path, reader: str, lang: str, content: bytes | str, name: str = 
     argv = ["ingest", "-q", "--reader", reader, "--lang", lang, "--corpus", "c", source]
     rc, err = call("pipeline", [*argv, "--out", out, "--stats", stats, *extra])
     assert rc == 0, err
-    return io.read_segments(out).to_pydict(), json.loads(stats.read_text())
+    return reading.read_segments(out).to_pydict(), json.loads(stats.read_text())
 
 
 def params_with(ws: Path, tmp: Path, edit=None, name: str = "params.yaml") -> Path:
@@ -79,7 +79,7 @@ def params_with(ws: Path, tmp: Path, edit=None, name: str = "params.yaml") -> Pa
 @contextlib.contextmanager
 def holding(path: Path):
     """Another run writing ``path`` right now: an open output transaction of the library."""
-    other = io.Outputs()
+    other = writing.Outputs()
     other.dataset(path) if path.is_dir() or path.suffix in ("", ".parquet") else other.file(path)
     try:
         yield
@@ -140,7 +140,7 @@ def test_an_earlier_output_of_the_same_kind_is_replaced_and_no_other(ws, tmp_pat
     (tmp_path / "short.txt").write_text("One line only.\n")
     argv[-1] = tmp_path / "short.txt"
     assert call("pipeline", [*argv, "--out", out, "--stats", stats])[0] == 0  # replaced whole
-    assert io.read_segments(out)["words"].to_pylist() == [["one", "line", "only"]]
+    assert reading.read_segments(out)["words"].to_pylist() == [["one", "line", "only"]]
     assert snapshot(out) != first and not leftovers(tmp_path)
     # a stats file never replaces a dataset folder, a dataset never replaces a foreign file
     before = snapshot(tmp_path)
@@ -168,7 +168,7 @@ def test_the_aligned_output_has_the_hypothesis_words(tmp_path):
     argv += ["--hyp-reader", "transcript", "--lang", "bn", "--pair-by", "order", "--force"]
     rc, err = call("pipeline", [*argv, "--out", tmp_path / "out.parquet", "--report", tmp_path / "r.json"])
     assert rc == 0, err
-    out = io.read_segments(tmp_path / "out.parquet")
+    out = reading.read_segments(tmp_path / "out.parquet")
     words = [w for row in out["words"].to_pylist() for w in row]
     assert words == ["আমি", "satisfied", "হয়েছি", "70a", "বার", "আবার", "বলো"]
     labels = [label for row in out["labels"].to_pylist() for label in row]
@@ -218,7 +218,7 @@ def test_a_split_reports_every_document_it_leaves_out(split, reason, left_out, t
     rc, err = call("stages.split", [*argv, "--out", tmp_path / "split.parquet", "--report", tmp_path / "r.json"])
     assert rc == 0, err
     report = json.loads((tmp_path / "r.json").read_text())
-    kept = set(io.read_segments(tmp_path / "split.parquet")["doc_id"].to_pylist())
+    kept = set(reading.read_segments(tmp_path / "split.parquet")["doc_id"].to_pylist())
     assert report[reason] == left_out
     assert len(kept) + report[reason] == 6
 
@@ -283,7 +283,7 @@ def test_what_a_directory_input_holds_but_is_not_read_is_counted(tmp_path):
     rc, err = call("pipeline", ["ingest", "-q", "--reader", "text", "--lang", "en", "--corpus", "c", folder,
                                 "--out", out, "--stats", stats])  # fmt: skip
     assert rc == 0, err
-    assert io.read_segments(out)["words"].to_pylist() == [["read", "me"]]
+    assert reading.read_segments(out)["words"].to_pylist() == [["read", "me"]]
     assert json.loads(stats.read_text())["dropped"] == {
         "input_entry_skipped:broken_link": 1,
         "input_entry_skipped:hidden_file": 1,
@@ -522,7 +522,7 @@ def test_two_sharded_runs_writing_the_same_output(big_corpus, tmp_path):
     finally:
         os.kill(first.pid, signal.SIGCONT)
     assert first.wait(timeout=120) == 0, first.stderr.read()
-    assert io.read_manifest(out)["rows"] == io.read_segments(out).num_rows > 100_000
+    assert reading.read_manifest(out)["rows"] == reading.read_segments(out).num_rows > 100_000
     assert not leftovers(tmp_path)
 
 

@@ -13,9 +13,9 @@ import unicodedata
 
 import pytest
 
-from pipeline.lexicon import LEXICON_DIR
-from pipeline.verbalize import cache_dir, read_cases
-from pipeline.verbalize.builders import tsv_dict
+from pipeline.text.lexicon import LEXICON_DIR
+from pipeline.text.verbalize import cache_dir, read_cases
+from pipeline.text.verbalize.builders import tsv_dict
 
 pytestmark = pytest.mark.slow
 

@@ -7,12 +7,13 @@ import pytest
 import torch
 from test_training_helpers import NO_DROPOUT, TINY, as_documents, dataset, iwslt, tokenizer_of, with_split
 
-from pipeline.io import InputError
+from pipeline.datasets.sequences import build_sequences
+from pipeline.errors import InputError
 from pipeline.labels import CASE_TO_ID, LABEL_TO_ID
-from pipeline.metrics import case_scores, merged_scores, scores
-from pipeline.model import build_model, load_checkpoint, save_checkpoint
-from pipeline.sequences import build_sequences
-from pipeline.train import predict_sequences, punctuate_words, train
+from pipeline.training.inference import punctuate_words
+from pipeline.training.loop import predict_sequences, train
+from pipeline.training.metrics import case_scores, merged_scores, scores
+from pipeline.training.model import build_model, load_checkpoint, save_checkpoint
 
 L = LABEL_TO_ID
 
@@ -116,7 +117,7 @@ def test_accumulation_is_the_combined_batch(sample):
 def test_a_short_last_group_still_steps(sample):
     """With grad_accumulation 2 and an odd number of micro-batches in an epoch, the last one makes a
     step of its own (it was neither stepped nor zeroed, and leaked into the next epoch)."""
-    from pipeline.training_data import index_rows
+    from pipeline.training.data import index_rows
 
     _, tokenizer, data = sample
     rows = len(index_rows(data.sequences, "train"))
@@ -131,7 +132,7 @@ def test_a_short_last_group_still_steps(sample):
 
 
 def _row_groups(data):
-    from pipeline.training_data import index_rows
+    from pipeline.training.data import index_rows
 
     index = index_rows(data.sequences, "train")
     return [index.row[index.group == g] for g in range(len(index.groups))]
@@ -228,7 +229,7 @@ def test_bf16_training_on_gpu(sample):
 
 def test_language_mixing_by_temperature():
     from pipeline.schema import segments_table
-    from pipeline.train import mix_languages
+    from pipeline.training.loop import mix_languages
 
     table = segments_table("c", "en", [f"d{i}" for i in range(100)], [0] * 100, [["w"]] * 100, [["O"]] * 100)
     table = table.set_column(1, "lang", pa.array(["en"] * 90 + ["ms"] * 10))
@@ -245,7 +246,7 @@ def test_crf_matches_brute_force():
     """The CRF's likelihood normalizer and Viterbi path agree with enumerating every tag sequence."""
     import itertools
 
-    from pipeline.model import CRF
+    from pipeline.training.model import CRF
 
     torch.manual_seed(0)
     crf = CRF(3)
@@ -276,7 +277,7 @@ def test_saved_tokenizer_does_not_depend_on_offline_mode(sample, tmp_path, monke
     records local_files_only in tokenizer_config.json otherwise)."""
     from transformers import AutoTokenizer
 
-    from pipeline.model import save_tokenizer
+    from pipeline.training.model import save_tokenizer
 
     _table, tokenizer, _ = sample
     save_tokenizer(tokenizer, tmp_path / "source")

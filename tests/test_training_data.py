@@ -11,10 +11,10 @@ import pytest
 import torch
 from test_training_helpers import as_documents, dataset, iwslt, tokenizer_of, with_split
 
-from pipeline.augment import augmented, load_confusables
-from pipeline.confusables import CONFUSABLES_SCHEMA
-from pipeline.sequences import IGNORE
-from pipeline.training_data import (
+from pipeline.datasets.augment import augmented, load_confusables
+from pipeline.datasets.sequences import IGNORE
+from pipeline.phonetics.confusables import CONFUSABLES_SCHEMA
+from pipeline.training.data import (
     BatchSpec,
     EpochBatches,
     count_batches,
@@ -203,7 +203,7 @@ def test_3r_phoneme_edition_in_a_training_epoch(word_level):
 
 
 def _segments(data):
-    from pipeline.training_data import split_tables
+    from pipeline.training.data import split_tables
 
     return split_tables(data.segments, "train", ["words"])
 

@@ -14,9 +14,9 @@ SCRIPT = """
 import json, sys
 import torch
 from test_training_helpers import NO_DROPOUT
-from pipeline.model import build_model
-from pipeline.train import train
-from pipeline.training_data import SequenceOptions, TrainingData
+from pipeline.training.model import build_model
+from pipeline.training.loop import train
+from pipeline.training.data import SequenceOptions, TrainingData
 
 folder, out, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = TrainingData.from_folder(folder, SequenceOptions(max_len=64))

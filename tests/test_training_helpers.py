@@ -61,11 +61,11 @@ def as_documents(table: pa.Table, size: int) -> pa.Table:
 def cased_ted(shared: Path, name: str = "IWSLT12.TALK.dev2010.en-fr.en.xml", corpus: str = "ted") -> pa.Table:
     """Cased TED segments from the raw XML: lowercased words, punctuation labels, case and surface columns."""
     from corpora.ted_xml import parse
-    from pipeline.io import read_text
-    from pipeline.labelling import label_lines
-    from pipeline.languages import get_language
+    from pipeline.engine.reading import read_text
     from pipeline.schema import segments_table
-    from pipeline.training_data import segments_with_case
+    from pipeline.text.labelling import label_lines
+    from pipeline.text.languages import get_language
+    from pipeline.training.data import segments_with_case
 
     path = shared / "iwslt_en_raw" / name
     language = get_language("en")
@@ -84,7 +84,7 @@ def cased_ted(shared: Path, name: str = "IWSLT12.TALK.dev2010.en-fr.en.xml", cor
 
 
 def dataset(folder: Path, table: pa.Table, tokenizer, max_len: int = 64, parts: int = 2, **options):
-    from pipeline.training_data import SequenceOptions, TrainingData, write_dataset
+    from pipeline.training.data import SequenceOptions, TrainingData, write_dataset
 
     opts = SequenceOptions(max_len=max_len, **options)
     write_dataset(folder, table, tokenizer, opts, parts=parts)
@@ -92,6 +92,6 @@ def dataset(folder: Path, table: pa.Table, tokenizer, max_len: int = 64, parts: 
 
 
 def tokenizer_of(table: pa.Table, vocab_size: int = 1500):
-    from pipeline.sequences import train_tokenizer
+    from pipeline.datasets.sequences import train_tokenizer
 
     return train_tokenizer((w for ws in table["words"].to_pylist() for w in ws), vocab_size=vocab_size)

@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file
 from test_training_helpers import TINY, as_documents, dataset, iwslt, tokenizer_of, with_split
 
-from pipeline.model import build_model
-from pipeline.train import checkpoints, train
+from pipeline.training.loop import checkpoints, train
+from pipeline.training.model import build_model
 
 
 class Killed(Exception):

@@ -16,8 +16,8 @@ from safetensors.torch import load_file
 from test_training_helpers import TINY_CONFIG, cased_ted, tokenizer_of, with_split
 
 from pipeline import cli
-from pipeline.confusables import CONFUSABLES_SCHEMA
-from pipeline.training_data import SequenceOptions, write_dataset
+from pipeline.phonetics.confusables import CONFUSABLES_SCHEMA
+from pipeline.training.data import SequenceOptions, write_dataset
 from stages import train as stage
 
 NAME = "tiny_case"
@@ -129,7 +129,7 @@ def test_stage_trains_with_3r_and_capitalization(trained):
 
 @pytest.mark.slow
 def test_stage_resumes_a_killed_run(project, trained, monkeypatch):
-    import pipeline.train as training
+    import pipeline.training.loop as training
 
     saved = training._save_checkpoint
 
@@ -172,7 +172,7 @@ def test_punctuate_restores_marks_and_case(trained, tmp_path, capsys):
 
 
 def test_restore_case_uses_the_mixed_case_lexicon():
-    from pipeline.train import restore_case
+    from pipeline.training.inference import restore_case
 
     words = ["my", "iphone", "and", "nasa", "in", "paris", "ebay"]
     cases = ["U", "M", "O", "A", "O", "U", "M"]
@@ -242,8 +242,10 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {BLOCKED!r}:
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
-import pipeline.train, pipeline.model, pipeline.training_data, pipeline.train_config, pipeline.augment, stages.train
-from pipeline.train import train, evaluate, predict_words
+import pipeline.training.loop, pipeline.training.model, pipeline.training.data
+import pipeline.training.config, pipeline.datasets.augment, stages.train
+from pipeline.training.inference import predict_words
+from pipeline.training.loop import train, evaluate
 print("ok", sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r}))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -8,15 +8,16 @@ import fsspec
 import pytest
 from support.objstore import register
 
-from pipeline import io
-from pipeline.audit import audit_datasets
-from pipeline.executor import executor
+from pipeline import errors
+from pipeline.audit.reports import write_outputs
+from pipeline.audit.stats import audit_datasets
+from pipeline.datasets.oversample import oversample_dataset
+from pipeline.datasets.sequences import sequences_dataset
+from pipeline.datasets.split import SplitInput, split_dataset
+from pipeline.engine import location, reading, writing
+from pipeline.engine.executor import executor
 from pipeline.ingest import ingest
-from pipeline.oversample import oversample_dataset
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
-from pipeline.reports import write_outputs
-from pipeline.sequences import sequences_dataset
-from pipeline.splits import SplitInput, split_dataset
 
 SPLIT = SplitParams(ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=5, stratify=True, drop_train_duplicates=True)
 OVERSAMPLE = OversampleParams.model_validate({"question_share": 0.02, "augment": {"kind": "alam", "copies": 1}})
@@ -25,7 +26,7 @@ SEQUENCES = SequencesParams(tokenizer="train", vocab_size=2000, max_len=64, stri
 
 def recipe(corpora: Path, base, engine: EngineParams) -> None:
     """The Indic recipe from FLORES text into ``base`` (a local folder or a URL)."""
-    out = lambda *names: io.join(base, *names)  # noqa: E731
+    out = lambda *names: location.join(base, *names)  # noqa: E731
     for lang, name in (("hi", "hin_Deva"), ("bn", "ben_Beng")):
         ingest(
             "text",
@@ -61,14 +62,14 @@ def recipe(corpora: Path, base, engine: EngineParams) -> None:
         engine,
     )
     paths = [out("segments", f"flores_{lang}.parquet") for lang in ("hi", "bn")]
-    with io.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers) as runner:
+    with writing.Outputs(inputs=paths) as outputs, executor(engine.engine, engine.workers) as runner:
         result, histograms = audit_datasets(runner, paths, outputs.scratch(out("audit", "audit.json")), 300)
     write_outputs(result, histograms, out("audit"), inputs=paths)
 
 
 def files_of(base) -> dict[str, str]:
     """Every file under ``base`` (a folder or a URL): relative name -> md5."""
-    fs, root = io.url_fs(base) if io.is_url(base) else (fsspec.filesystem("file"), str(base))
+    fs, root = location.url_fs(base) if location.is_url(base) else (fsspec.filesystem("file"), str(base))
     root = root.rstrip("/")
     return {f[len(root) + 1 :]: hashlib.md5(fs.cat_file(f)).hexdigest() for f in sorted(fs.find(root))}
 
@@ -110,39 +111,39 @@ def test_the_recipe_on_dask_through_file_urls(shared, local_run, tmp_path):
 
 def test_a_url_output_replaces_only_an_output_of_its_kind(tmp_path):
     register(str(tmp_path))
-    fs, _ = io.url_fs("objstore://b")
+    fs, _ = location.url_fs("objstore://b")
     (tmp_path / "b" / "notes").mkdir(parents=True)
     (tmp_path / "b" / "notes" / "readme.txt").write_bytes(b"mine")
-    with pytest.raises(io.OutputError, match="did not write"), io.Outputs() as outputs:
+    with pytest.raises(errors.OutputError, match="did not write"), writing.Outputs() as outputs:
         outputs.dataset("objstore://b/notes")
     assert fs.cat_file("b/notes/readme.txt") == b"mine"
     for run in range(2):  # the second run replaces the first's output
-        with io.Outputs() as outputs:
+        with writing.Outputs() as outputs:
             folder = outputs.dataset("objstore://b/data")
-            io.write_text_in_place(f"run {run}", io.join(folder, "part-00000.txt"))
-            io.write_manifest(folder, {"kind": "test"})
+            writing.write_text_in_place(f"run {run}", location.join(folder, "part-00000.txt"))
+            writing.write_manifest(folder, {"kind": "test"})
     assert fs.cat_file("b/data/part-00000.txt") == b"run 1"
     assert sorted(p.rsplit("/", 1)[-1] for p in fs.find("b")) == ["_punct.json", "part-00000.txt", "readme.txt"]
 
 
 def test_a_failed_run_leaves_nothing_at_the_url(tmp_path):
     register(str(tmp_path))
-    with pytest.raises(RuntimeError), io.Outputs() as outputs:
-        io.write_text_in_place("half", io.join(outputs.dataset("objstore://b/data"), "part-00000.txt"))
+    with pytest.raises(RuntimeError), writing.Outputs() as outputs:
+        writing.write_text_in_place("half", location.join(outputs.dataset("objstore://b/data"), "part-00000.txt"))
         outputs.scratch("objstore://b/data")
         raise RuntimeError("killed")
     assert list(tmp_path.rglob("*")) == [tmp_path / "b"]
 
 
 def test_bad_urls_are_one_line(tmp_path):
-    with pytest.raises(io.InputError, match=r"^nosuchprotocol://x/y: cannot use this URL"):
-        io.read_bytes("nosuchprotocol://x/y")
-    with pytest.raises(io.InputError, match=r"^memory://punct-none/x: input does not exist$"):
-        io.input_files("memory://punct-none/x")
+    with pytest.raises(errors.InputError, match=r"^nosuchprotocol://x/y: cannot use this URL"):
+        reading.read_bytes("nosuchprotocol://x/y")
+    with pytest.raises(errors.InputError, match=r"^memory://punct-none/x: input does not exist$"):
+        reading.input_files("memory://punct-none/x")
     register(str(tmp_path))
-    with pytest.raises(io.InputError, match="no part-"):
+    with pytest.raises(errors.InputError, match="no part-"):
         (tmp_path / "empty").mkdir()
-        io.parquet_files("objstore://empty")
+        reading.parquet_files("objstore://empty")
 
 
 def test_the_command_line_reads_and_writes_urls(root, tmp_path):
@@ -150,15 +151,15 @@ def test_the_command_line_reads_and_writes_urls(root, tmp_path):
     from pipeline.cli import main
 
     register(str(tmp_path))
-    fs, _ = io.url_fs("objstore://x")
+    fs, _ = location.url_fs("objstore://x")
     fs.makedirs("in", exist_ok=True)
     fs.put_file(str(root / "corpora/samples/en/talks.txt"), "in/talks.txt")
     for base in ("objstore://out", str(tmp_path / "local")):
-        source = "objstore://in/talks.txt" if io.is_url(base) else str(root / "corpora/samples/en/talks.txt")
+        source = "objstore://in/talks.txt" if location.is_url(base) else str(root / "corpora/samples/en/talks.txt")
         ingest_args = ["--reader", "text", "--lang", "en", "--corpus", "talks", source]
-        out, stats = io.join(base, "talks.parquet"), io.join(base, "s.json")
+        out, stats = location.join(base, "talks.parquet"), location.join(base, "s.json")
         assert main(["ingest", *ingest_args, "--out", str(out), "--stats", str(stats)]) == 0
-        assert main(["audit", str(out), "--out", str(io.join(base, "rep"))]) == 0
+        assert main(["audit", str(out), "--out", str(location.join(base, "rep"))]) == 0
     assert files_of("objstore://out") == files_of(tmp_path / "local")
     assert "rep/audit.json" in files_of("objstore://out")
 
@@ -168,8 +169,8 @@ def test_align_and_the_confusables_vocabulary_through_urls(shared, tmp_path):
     from test_engine_stages import asr_like
 
     from corpora import get_reader
-    from pipeline.align import align_datasets
-    from pipeline.confusables import vocabulary_from_segments
+    from pipeline.align.alignment import align_datasets
+    from pipeline.phonetics.confusables import vocabulary_from_segments
 
     files = sorted((shared / "iwslt_en_raw").glob("*.xml"))[:4]
     ref = get_reader("ted_xml")(files, lang="en", corpus="talks").table
@@ -179,14 +180,14 @@ def test_align_and_the_confusables_vocabulary_through_urls(shared, tmp_path):
     write_dataset(hyp, local / "hyp.parquet", parts=2)
     register(str(tmp_path / "store"))
     (tmp_path / "store").mkdir()
-    fs, _ = io.url_fs("objstore://x")
+    fs, _ = location.url_fs("objstore://x")
     fs.put(str(local), "in", recursive=True)
     for base, source in ((str(local), str(local)), ("objstore://out", "objstore://in")):
         align_datasets(
-            io.join(source, "ref.parquet"),
-            io.join(source, "hyp.parquet"),
-            io.join(base, "aligned.parquet"),
-            io.join(base, "aligned.json"),
+            location.join(source, "ref.parquet"),
+            location.join(source, "hyp.parquet"),
+            location.join(base, "aligned.parquet"),
+            location.join(base, "aligned.json"),
             lang="en",
             corpus="aligned",
             engine=EngineParams(workers=2, shard_rows=100),

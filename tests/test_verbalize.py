@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline.lexicon import LEXICON_DIR
 from pipeline.schema import segments_table
-from pipeline.spoken import speak_table
-from pipeline.verbalize import NoGrammarError, available, get_verbalizer, label_positions, read_cases
+from pipeline.text.lexicon import LEXICON_DIR
+from pipeline.text.spoken import speak_table
+from pipeline.text.verbalize import NoGrammarError, available, get_verbalizer, label_positions, read_cases
 
 CASE_FILES = sorted(LEXICON_DIR.glob("*/verbalize/*.cases"))
 NFC = lambda s: unicodedata.normalize("NFC", s)  # noqa: E731
@@ -23,7 +23,7 @@ NFC = lambda s: unicodedata.normalize("NFC", s)  # noqa: E731
 
 def families(lang: str) -> list[str]:
     """The class families (``date`` for ``date`` and ``date:numeric_ambiguous``) a language's grammars define."""
-    module = importlib.import_module(f"pipeline.verbalize.{lang}")
+    module = importlib.import_module(f"pipeline.text.verbalize.{lang}")
     out = []
     for name in module.GRAMMARS:
         family = name.split(":")[0]
@@ -205,7 +205,7 @@ def test_hindi_and_bangla_number_words_are_spelled_as_elsewhere():
 
 
 def test_grammars_are_cached(tmp_path, monkeypatch):
-    from pipeline import verbalize
+    from pipeline.text import verbalize
 
     monkeypatch.setenv("PUNCT_CACHE_DIR", str(tmp_path))
     verbalize.get_verbalizer.cache_clear()

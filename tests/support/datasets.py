@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from pipeline import io
+from pipeline.engine import writing
 
 
 def write_dataset(table: pa.Table, folder: Path, parts: int = 1, by_doc: bool = False) -> Path:
@@ -20,7 +20,7 @@ def write_dataset(table: pa.Table, folder: Path, parts: int = 1, by_doc: bool = 
         docs = list(dict.fromkeys(table["doc_id"].to_pylist()))
         pieces = [table.filter(pc.equal(table["doc_id"], d)) for d in docs]
     else:  # cut near equal sizes, but only where a document starts
-        from pipeline.dataset import document_index
+        from pipeline.engine.dataset import document_index
 
         doc = document_index(table)
         n = table.num_rows
@@ -33,8 +33,8 @@ def write_dataset(table: pa.Table, folder: Path, parts: int = 1, by_doc: bool = 
         bounds.append(n)
         pieces = [table.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
     for i, piece in enumerate(pieces):
-        io.write_parquet(piece, folder / f"part-{i:05d}.parquet")
-    io.write_manifest(folder, {"kind": "segments", "parts": len(pieces)})
+        writing.write_parquet(piece, folder / f"part-{i:05d}.parquet")
+    writing.write_manifest(folder, {"kind": "segments", "parts": len(pieces)})
     return folder
 
 

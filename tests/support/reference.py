@@ -7,8 +7,8 @@ from collections import Counter
 
 import pyarrow as pa
 
+from pipeline.datasets.sequences import IGNORE, SEQUENCE_SCHEMA
 from pipeline.labels import CASE_TO_ID, LABEL_TO_ID
-from pipeline.sequences import IGNORE, SEQUENCE_SCHEMA
 
 
 def word_pieces(tokenizer, words: list[str]) -> list[list[int]]:

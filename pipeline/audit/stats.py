@@ -1,0 +1,609 @@
+"""Label distributions, lengths, drift and leakage of segment datasets, streamed over shards.
+
+Definitions (also printed in the reports):
+
+* sentence length: the number of words in a run that ends with a PERIOD or QUESTION
+  label, counted inside one document (runs may span segments); words after a
+  document's last end mark form no sentence.  Mean, population standard deviation
+  (ddof=0) and percentiles (linear interpolation, as numpy's).
+* segment length: words per segment (a row of the table).
+* OOV rate (dev/test): the share of the split's word tokens absent from train's vocabulary.
+* drift: a split's label share minus train's, in percentage points; above the
+  threshold it is listed under ``warnings``.
+* leakage: documents found in several splits, and segments (exact word sequences)
+  found in several splits.
+* case: words per capitalization label (O/U/A/M) and their shares.
+
+Every number is exact and the same as over the whole table in memory: counts and sums add up
+over shards (a document lies in one shard, so its sentences do), lengths are kept as integer
+histograms (exact means, standard deviations and percentiles), and vocabularies, documents
+and segments are counted by hash across shards (:mod:`pipeline.engine.hashsets`).
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.engine import hashsets
+from pipeline.engine.dataset import read_rows, row_shards, value_changes
+from pipeline.engine.executor import Executor
+from pipeline.labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
+from pipeline.schema import LABEL_VALUES, flat_codes, flat_dictionary
+
+PERCENTILES = (50, 90, 99)
+NO_SPLIT = "-"
+
+NOTES = [
+    "Sentence length = words in a run ending with PERIOD or QUESTION, inside one document; "
+    "words after a document's last end mark form no sentence; std is the population std (ddof=0).",
+    "Alam et al. (2020) Table 2 reports means exactly 1 lower than this definition gives on the same files "
+    "(EN dev 13.5 vs 14.48, test 13.8 vs 14.80, ASR 14.2 vs 15.19; BN dev 12.1 vs 13.10, news 12.4 vs 13.36) "
+    "while the standard deviations agree to one decimal (10.7, 9.6, 9.7, 7.2, 7.2).  A constant shift leaves the "
+    "std unchanged, so the paper counted one word fewer per sentence: the number of words before the one "
+    "carrying the end mark (equivalently, the gaps between words), an off-by-one in its script.",
+    "OOV rate = share of a split's word tokens not in the train split's vocabulary.",
+    "Drift = label share of a split minus that of train, in percentage points.",
+    "Case labels: O lowercase or caseless, U first letter upper, A all upper, M mixed (the exact form is kept).",
+]
+
+
+def label_codes(labels: pa.Array) -> np.ndarray:
+    """Label strings -> int8 ids (order of :data:`LABELS`)."""
+    return pc.index_in(labels, value_set=LABEL_VALUES).to_numpy(zero_copy_only=False).astype(np.int8)
+
+
+def sentence_lengths(table: pa.Table) -> np.ndarray:
+    """Words per sentence (see module doc); rows must be in document order."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    labels = table["labels"].combine_chunks()
+    codes = label_codes(pc.list_flatten(labels))
+    word_counts = pc.list_value_length(labels).to_numpy(zero_copy_only=False)
+    new_doc = value_changes(table["doc_id"])
+    row_start = np.r_[0, np.cumsum(word_counts)[:-1]]
+    doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), word_counts)
+    ends = np.flatnonzero(np.isin(codes, list(SENTENCE_END_IDS)))
+    if not len(ends):
+        return np.zeros(0, dtype=np.int64)
+    prev_end = np.r_[-1, ends[:-1]]
+    starts = np.maximum(prev_end + 1, doc_start[ends])
+    return ends - starts + 1
+
+
+# ------------------------------------------------------------------------------ aggregates
+
+
+@dataclass
+class Tally:
+    """What adds up over shards for one (corpus, split, lang): counts and length histograms."""
+
+    words: int = 0
+    segments: int = 0
+    labels: Counter = field(default_factory=Counter)
+    case: Counter = field(default_factory=Counter)
+    sentences: Counter = field(default_factory=Counter)  # sentence length -> sentences
+    segment_lengths: Counter = field(default_factory=Counter)
+
+    def add(self, other: Tally) -> Tally:
+        self.words += other.words
+        self.segments += other.segments
+        for name in ("labels", "case", "sentences", "segment_lengths"):
+            getattr(self, name).update(getattr(other, name))
+        return self
+
+
+def _histogram(values: np.ndarray) -> Counter:
+    if not len(values):
+        return Counter()
+    lengths, n = np.unique(values, return_counts=True)
+    return Counter(dict(zip(lengths.tolist(), n.tolist())))
+
+
+def _value_counts(flat: pa.Array) -> Counter:
+    return (
+        Counter({row["values"]: int(row["counts"]) for row in pc.value_counts(flat).to_pylist()})
+        if len(flat)
+        else Counter()
+    )
+
+
+def tally(table: pa.Table, sentence_table: pa.Table | None = None) -> Tally:
+    labels = pc.list_flatten(table["labels"].combine_chunks())
+    return Tally(
+        words=len(labels),
+        segments=table.num_rows,
+        labels=_value_counts(labels),
+        case=_value_counts(pc.list_flatten(table["case"].combine_chunks())),
+        sentences=_histogram(sentence_lengths(table if sentence_table is None else sentence_table)),
+        segment_lengths=_histogram(pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)),
+    )
+
+
+@dataclass(frozen=True)
+class TableShard:
+    """An in-memory table as a shard (the same audit over tables a caller holds)."""
+
+    table: pa.Table
+    index: int
+    source: int = 0
+
+
+class AuditShard:
+    """Picklable step: a shard's tallies per (corpus, split, lang) and its hash groups, for each view.
+
+    A view names the corpus of every row of each input (``names[i]`` for the rows of input i;
+    None: the rows' own corpora); several views of one shard share its read, codes and hashes
+    (the sequences report audits a dataset pooled and per corpus).  Hash groups are keyed by view;
+    the views in ``derived`` write none (their groups are unions of another view's, formed in the
+    reduce: see :func:`aggregate_views`).
+
+    Tallies are kept per (corpus, split, lang) and, since sentence runs depend on which rows are
+    taken together, also per (corpus, split) with lang "*", per (corpus, "*", lang) and per
+    (corpus, "*", "*"): each computed on exactly the rows such a summary covers.  Everything is
+    numpy over integer codes of the shard's labels (no per-row Python)."""
+
+    COLUMNS = ["corpus", "lang", "doc_id", "words", "labels", "case", "split"]
+
+    def __init__(self, folder, views: list[list[str | None] | None] | None = None, derived: frozenset = frozenset()):
+        self.folder, self.views, self.derived = str(folder), views or [None], derived
+
+    def __call__(self, shard) -> tuple[list[dict], int]:
+        if isinstance(shard, TableShard):
+            table = shard.table
+        else:
+            table = read_rows(shard, self.COLUMNS, dictionary=True)
+        out: list[dict] = []
+        groups: dict[tuple, tuple] = {}
+        codes = None
+        for v, names in enumerate(self.views):
+            view_table = table
+            if names and names[shard.source] is not None:
+                column = pa.array([names[shard.source]] * table.num_rows, pa.string())
+                view_table = table.set_column(0, "corpus", column)
+            if not table.num_rows:
+                out.append({})
+                continue
+            codes = _Codes(view_table) if codes is None else codes.renamed(view_table)
+            out.append(_tallies(codes, v, None if v in self.derived else groups))
+        written = hashsets.write_groups(self.folder, shard.index, groups)
+        return out, written
+
+
+def _tallies(view: _Codes, v: int, groups: dict[tuple, tuple] | None) -> dict[tuple, Tally]:
+    """A view's tallies; its hash groups (keyed by the view ``v``) added to ``groups`` (None: none)."""
+    combos = view.combos
+    for k, (corpus, split_name, lang) in enumerate(combos if groups is not None else ()):
+        rows = view.row_combo == k
+        groups[("word", v, corpus, split_name, lang)] = view.word_set(k)
+        groups[("doc", v, corpus, split_name, lang)] = hashsets.distinct(view.doc_hashes[rows])
+        groups[("seg", v, corpus, split_name, lang)] = hashsets.distinct(view.seg_hashes[rows])
+    # every summary on exactly its rows (sentences run across the rows of a document); a
+    # wider view that holds the same combinations as another is the same tally
+    keys_of: dict[tuple, list[int]] = {}
+    for k, (corpus, split_name, lang) in enumerate(combos):
+        for key in ((corpus, split_name, lang), (corpus, "*", "*"), (corpus, split_name, "*"), (corpus, "*", lang)):
+            keys_of.setdefault(key, []).append(k)
+    tallies: dict[tuple, Tally] = {}
+    for key, members in keys_of.items():
+        same = tuple(members)
+        if same not in view.tallied:
+            view.tallied[same] = view.tally(members)
+        tallies[key] = view.tallied[same]
+    return tallies
+
+
+class _Codes:
+    """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
+    length; per word its label, case and distinct-word codes."""
+
+    def __init__(self, table: pa.Table):
+        self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.labels, _ = flat_codes(table["labels"], LABELS)
+        self.case, _ = flat_codes(table["case"], CASE_LABELS)
+        self.new_doc = value_changes(table["doc_id"])
+        self.doc_hashes = hashsets.string_hashes(table["doc_id"])
+        self.word_code, values = flat_dictionary(table["words"])
+        self.n_words = len(values)
+        self.word_hashes = hashsets.string_array_hashes(values)
+        self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
+        self._combine(table)
+
+    def renamed(self, table: pa.Table) -> _Codes:
+        """The codes of the same rows under other corpus names (``table``: them so named): only
+        what depends on the corpus is computed again, and nothing but the names when the rows
+        fall into combinations alike (one corpus in the shard: its tallies are the same too)."""
+        other = copy.copy(self)
+        other._combine(table, self)
+        return other
+
+    def _combine(self, table: pa.Table, renaming: _Codes | None = None) -> None:
+        """Per row its (corpus, split, lang) combination, and the label and case counts of each."""
+        split = pc.fill_null(table["split"], NO_SPLIT)
+        keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
+        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+        self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
+        if renaming is not None and np.array_equal(self.row_combo, renaming.row_combo):
+            return  # the counts and the tallies (``tallied``, by combinations) copied with the codes
+        #: tallies made, by the combinations (numbers) they cover
+        self.tallied: dict[tuple, Tally] = {}
+        self.word_combo = np.repeat(self.row_combo, self.lengths)
+        n = len(self.combos)
+        self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))
+        self.case_counts = _per_combo(self.word_combo, self.case, n, len(CASE_LABELS))
+
+    def word_set(self, combo: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct words (hashes, sorted) of a combination with their token counts."""
+        counts = np.bincount(self.word_code[self.word_combo == combo], minlength=self.n_words)
+        present = np.flatnonzero(counts)
+        order = np.argsort(self.word_hashes[present], kind="stable")
+        return self.word_hashes[present][order], counts[present][order]
+
+    def tally(self, members: list[int]) -> Tally:
+        """The tally of the rows of the combinations ``members``, as over those rows alone."""
+        rows = (
+            np.isin(self.row_combo, members) if len(members) < len(self.combos) else np.ones(len(self.row_combo), bool)
+        )
+        labels = self.labels[np.repeat(rows, self.lengths)] if not rows.all() else self.labels
+        lengths = self.lengths[rows]
+        return Tally(
+            words=len(labels),
+            segments=int(rows.sum()),
+            labels=_summed(self.label_counts, members, LABELS),
+            case=_summed(self.case_counts, members, CASE_LABELS),
+            sentences=_histogram(self._sentences(rows, labels, lengths)),
+            segment_lengths=_histogram(lengths),
+        )
+
+    def _sentences(self, rows, labels, lengths) -> np.ndarray:
+        """:func:`sentence_lengths` of the selected rows: a document starts where the doc id of the
+        selected rows changes."""
+        if not len(labels):
+            return np.zeros(0, np.int64)
+        doc = np.cumsum(self.new_doc)[rows]  # document number of each selected row
+        new_doc = np.r_[True, doc[1:] != doc[:-1]]
+        row_start = np.r_[0, np.cumsum(lengths)[:-1]]
+        doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), lengths)
+        ends = np.flatnonzero(np.isin(labels, list(SENTENCE_END_IDS)))
+        if not len(ends):
+            return np.zeros(0, np.int64)
+        prev_end = np.r_[-1, ends[:-1]]
+        starts = np.maximum(prev_end + 1, doc_start[ends])
+        return ends - starts + 1
+
+
+def _per_combo(combo: np.ndarray, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
+    """Counts of each code per combination: an (n_combos, n_codes) array (codes < 0 not counted)."""
+    known = codes >= 0
+    flat = np.bincount(combo[known] * n_codes + codes[known], minlength=n_combos * n_codes)
+    return flat.reshape(n_combos, n_codes)
+
+
+def _summed(counts: np.ndarray, members: list[int], names) -> Counter:
+    total = counts[members].sum(axis=0)
+    return Counter({name: int(n) for name, n in zip(names, total) if n})
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def _percentile(histogram: Counter, p: float) -> float:
+    """numpy's linear-interpolation percentile of the values a histogram counts."""
+    values = sorted(histogram)
+    counts = np.array([histogram[v] for v in values], np.int64)
+    n = int(counts.sum())
+    q = p / 100
+    position = n * q - q  # numpy's virtual index for the linear method
+    below = int(np.floor(position))
+    cumulative = np.cumsum(counts)
+
+    def at(rank):
+        return values[int(np.searchsorted(cumulative, rank, side="right"))]
+
+    low, high = at(below), at(min(below + 1, n - 1))
+    t = position - below
+    diff = high - low
+    return low + diff * t if t < 0.5 else high - diff * (1 - t)
+
+
+def _stats(histogram: Counter) -> dict:
+    n = sum(histogram.values())
+    if not n:
+        return {"mean": 0.0, "std": 0.0, **{f"p{p}": 0.0 for p in PERCENTILES}}
+    values = np.array(sorted(histogram), np.float64)
+    counts = np.array([histogram[int(v)] for v in values], np.float64)
+    mean = float((values * counts).sum() / n)
+    std = float(np.sqrt(((values - mean) ** 2 * counts).sum() / n))
+    out = {"mean": round(mean, 4), "std": round(std, 4)}
+    for p in PERCENTILES:
+        out[f"p{p}"] = round(float(_percentile(histogram, p)), 2)
+    return out
+
+
+def _summary(t: Tally, documents: int, vocabulary: int | None, languages: list[str]) -> dict:
+    n = t.words
+    labels = {label: int(t.labels.get(label, 0)) for label in LABELS}
+    case = {label: int(t.case.get(label, 0)) for label in CASE_LABELS}
+    summary = {
+        "words": n,
+        "labels": labels,
+        "label_shares": {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in labels.items()},
+        "case_labels": case,
+        "case_shares": {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in case.items()},
+        "sentence_length": _stats(t.sentences),
+        "segments": t.segments,
+        "segment_length": _stats(t.segment_lengths),
+        "documents": documents,
+    }
+    if vocabulary is not None:
+        summary["vocabulary"] = vocabulary
+    summary["languages"] = ",".join(languages)
+    missing = [label for label, c in labels.items() if c == 0]
+    if n and missing:
+        summary["missing_labels"] = ",".join(missing)
+    return summary
+
+
+def _brief(summary: dict) -> dict:
+    return {key: summary[key] for key in ("words", "labels", "label_shares", "sentence_length", "documents")}
+
+
+def _split_order(splits) -> list[str]:
+    order = {"train": 0, "dev": 1, "valid": 1, "test": 2}
+    return sorted(splits, key=lambda s: (order.get(s, 3), s))
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """One audit of the shards: ``names`` renames the corpus of every row of input i to
+    ``names[i]`` (None: the rows' own corpora), with its drift threshold and expected splits."""
+
+    names: list[str | None] | None = None
+    drift_threshold: float = 1.0
+    expected_splits: tuple[str, ...] = ()
+
+
+def aggregate(
+    runner: Executor,
+    shards: list,
+    folder,
+    names=None,
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+) -> tuple[dict, dict[str, Counter]]:
+    """``{dataset: summary}`` over ``shards`` (see the module doc), and each dataset's sentence-length
+    histogram; hash groups go through ``folder``."""
+    (result,) = aggregate_views(runner, shards, folder, [AuditView(names, drift_threshold, expected_splits)])
+    return result
+
+
+def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditView]) -> list[tuple[dict, dict]]:
+    """:func:`aggregate` for several views of the same shards, in one pass over them (one read,
+    one set of codes and hashes per shard) and one hash reduce.
+
+    A view that names every row alike (the sequences report's pooled view) writes no hash groups
+    when another view keeps the rows' own corpora: its (split, lang) group is the union of that
+    view's (corpus, split, lang) groups, formed in the reduce (half the hashes to write and read,
+    the same counts)."""
+    base = next((v for v, view in enumerate(views) if view.names is None), None)
+    derived = frozenset(
+        v
+        for v, view in enumerate(views)
+        if base is not None and view.names and None not in view.names and len(set(view.names)) == 1
+    )
+    tallies: list[dict[tuple, Tally]] = [{} for _ in views]
+    written = 0
+    for parts, n in runner.each(AuditShard(folder, [v.names for v in views], derived), shards, label="audit"):
+        written += n
+        for view_tallies, part in zip(tallies, parts):
+            for key, t in part.items():
+                view_tallies.setdefault(key, Tally()).add(t)
+    members, families = [], {}
+    for view_tallies in tallies:
+        combos = sorted(k for k in view_tallies if "*" not in k)
+        corpora = sorted({c for c, _, _ in combos})
+        members.append({corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora})
+    for v in range(len(views)):
+        for corpus, pairs in members[v].items():
+            for kind in ("word", "doc", "seg"):
+                if v in derived:
+                    families[(kind, v, corpus)] = [
+                        [(kind, base, c, s, l) for c, held in members[base].items() if (s, l) in held] for s, l in pairs
+                    ]
+                else:
+                    families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
+    # a range's work is its records once per family they are in: the written ones, and again for
+    # each derived view
+    overlaps, _ = hashsets.reduce(
+        runner,
+        folder,
+        [s.index for s in shards],
+        families,
+        written * (1 + len(derived)),
+        label="audit: distinct words and duplicates",
+    )
+    out = []
+    for v, view in enumerate(views):
+        view_overlaps = {(kind, corpus): o for (kind, w, corpus), o in overlaps.items() if w == v}
+        out.append(_summaries(tallies[v], members[v], view_overlaps, view.drift_threshold, view.expected_splits))
+    return out
+
+
+def _summaries(tallies, members, overlaps, drift_threshold, expected_splits) -> tuple[dict, dict[str, Counter]]:
+    """One view's summaries from its tallies and hash overlaps."""
+    corpora = sorted(members)
+
+    def distinct(kind, corpus, keep) -> int:
+        """Distinct hashes of ``kind`` in the corpus's members that ``keep(split, lang)``."""
+        bits = [i for i, (s, l) in enumerate(members[corpus]) if keep(s, l)]
+        overlap = overlaps[(kind, corpus)]
+        return sum(n for mask, n in overlap.masks.items() if any(mask >> b & 1 for b in bits))
+
+    result = {}
+    for corpus in corpora:
+        langs = sorted({l for _, l in members[corpus]})
+        summary = _summary(
+            tallies[(corpus, "*", "*")],
+            distinct("doc", corpus, lambda s, l: True),
+            distinct("word", corpus, lambda s, l: True),
+            langs,
+        )
+        if len(langs) > 1:
+            summary["by_language"] = {
+                lang: _brief(
+                    _summary(
+                        tallies[(corpus, "*", lang)],
+                        distinct("doc", corpus, lambda s, l, lang=lang: l == lang),
+                        None,
+                        [lang],
+                    )
+                )
+                for lang in langs
+            }
+        present = _split_order({s for s, _ in members[corpus] if s != NO_SPLIT})
+        if present or expected_splits:
+            summary.update(
+                _split_audit(
+                    corpus, present, expected_splits, members[corpus], tallies, overlaps, distinct, drift_threshold
+                )
+            )
+        result[corpus] = summary
+    return result, {corpus: tallies[(corpus, "*", "*")].sentences for corpus in corpora}
+
+
+def _split_audit(corpus, present, expected, pairs, tallies, overlaps, distinct, threshold) -> dict:
+    train_bits = [i for i, (s, _) in enumerate(pairs) if s == "train"]
+    has_train = bool(train_bits) and tallies[(corpus, "train", "*")].words > 0
+    splits = {}
+    for name in [*present, *[s for s in expected if s not in present]]:
+        t = tallies.get((corpus, name, "*"), Tally())
+        langs = sorted({l for s, l in pairs if s == name})
+        summary = _summary(
+            t,
+            distinct("doc", corpus, lambda s, l, name=name: s == name),
+            distinct("word", corpus, lambda s, l, name=name: s == name),
+            langs,
+        )
+        if name != "train" and has_train:
+            summary["oov_rate"] = _oov(overlaps[("word", corpus)], pairs, name, train_bits, t.words)
+        if len(langs) > 1:
+            summary["by_language"] = {
+                lang: _brief(
+                    _summary(
+                        tallies[(corpus, name, lang)],
+                        distinct("doc", corpus, lambda s, l, n=name, g=lang: s == n and l == g),
+                        None,
+                        [lang],
+                    )
+                )
+                for lang in langs
+            }
+        splits[name] = summary
+    warnings, drift = [], {}
+    if "train" in splits and splits["train"]["words"]:
+        for name, summary in splits.items():
+            if name == "train" or not summary["words"]:
+                continue
+            drift[name] = {
+                label: round(summary["label_shares"][label] - splits["train"]["label_shares"][label], 4)
+                for label in LABELS
+            }
+            for label, diff in drift[name].items():
+                if abs(diff) > threshold:
+                    warnings.append(f"{name} {label} share differs from train by {diff:+.2f} points")
+    for name, summary in splits.items():
+        if summary["documents"] == 0:
+            warnings.append(f"split {name} has no documents")
+    out = {
+        "splits": splits,
+        "leakage": {
+            "documents_in_several_splits": _in_several_splits(overlaps[("doc", corpus)], pairs),
+            "segments_in_several_splits": _in_several_splits(overlaps[("seg", corpus)], pairs),
+        },
+    }
+    if drift:
+        out["drift"] = drift
+    if warnings:
+        out["warnings"] = "; ".join(warnings)
+    return out
+
+
+def _oov(overlap: hashsets.Overlap, pairs, name: str, train_bits: list[int], tokens: int) -> float:
+    if not tokens:
+        return 0.0
+    train_mask = sum(1 << b for b in train_bits)
+    members = {i for i, (s, _) in enumerate(pairs) if s == name}
+    unseen = sum(n for (mask, member), n in overlap.occurrences.items() if member in members and not mask & train_mask)
+    return round(100.0 * unseen / tokens, 4)
+
+
+def _in_several_splits(overlap: hashsets.Overlap, pairs) -> int:
+    split_bits = {}
+    for i, (s, _) in enumerate(pairs):
+        if s != NO_SPLIT:
+            split_bits.setdefault(s, 0)
+            split_bits[s] |= 1 << i
+    return sum(n for mask, n in overlap.masks.items() if sum(1 for bits in split_bits.values() if mask & bits) > 1)
+
+
+def audit(
+    tables: list[pa.Table],
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+    with_histograms: bool = False,
+):
+    """The audit of tables held in memory (the same aggregation as over shards); with the
+    sentence-length histograms if ``with_histograms``."""
+    from pipeline.engine.executor import executor
+
+    shards = [TableShard(t, i) for i, t in enumerate(tables) if t.num_rows]
+    with tempfile.TemporaryDirectory(prefix="punct-audit-") as folder, executor("inline") as runner:
+        result, histograms = aggregate(
+            runner, shards, folder, drift_threshold=drift_threshold, expected_splits=expected_splits
+        )
+    if any(t.num_rows == 0 for t in tables):
+        result["(empty)"] = empty_summary()
+    return (result, histograms) if with_histograms else result
+
+
+def empty_summary() -> dict:
+    """The summary of a dataset with no rows."""
+    return _summary(Tally(), 0, 0, [])
+
+
+def audit_datasets(
+    runner: Executor,
+    paths,
+    folder,
+    shard_rows: int,
+    names=None,
+    drift_threshold: float = 1.0,
+    expected_splits: tuple[str, ...] = (),
+) -> tuple[dict, dict[str, Counter]]:
+    """The audit of segment datasets (files or folders of parts), streamed, and the sentence-length
+    histograms; ``names[i]`` renames the corpus of every row of ``paths[i]`` (a dataset audited as one)."""
+    view = AuditView(names, drift_threshold, expected_splits)
+    return audit_dataset_views(runner, paths, folder, shard_rows, [view])[0]
+
+
+def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views: list[AuditView]) -> list:
+    """:func:`audit_datasets` for several views of the same datasets, in one pass over them."""
+    return aggregate_views(runner, row_shards(paths, shard_rows, runner), folder, views)
+
+
+def alignment_summary(report: dict) -> dict:
+    """The few numbers of an alignment report worth a line in the audit."""
+    marks = report.get("marks", {})
+    return {
+        "wer": report.get("wer", {}).get("wer"),
+        "marks_reference": marks.get("reference", 0),
+        "marks_transferred": marks.get("transferred", 0),
+        "marks_dropped": sum(marks.get("dropped", {}).values()),
+    }

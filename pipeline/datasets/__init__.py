@@ -1,0 +1,18 @@
+"""Datasets made from segment datasets: ``split`` (train/dev/test by document hash), ``oversample``
+and ``augment`` (question oversampling, 3R and Alam 2020 augmentation), ``sequences`` (word
+counts, tokenizer training, packing into model-ready sequences) and ``export`` (NeMo, xashru's
+TSV, Hugging Face).
+"""
+
+from pipeline._lazy import lazy_exports
+
+__all__ = ["export_datasets", "oversample_dataset", "sequences_dataset", "split_dataset"]
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "split_dataset": "split",
+        "oversample_dataset": "oversample",
+        "sequences_dataset": "sequences",
+        "export_datasets": "export",
+    },
+)

@@ -1,0 +1,545 @@
+"""Question oversampling (Rao 2022) and materialized augmentation copies, streamed over shards.
+
+Oversampling copies train question sentences (segments ending in QUESTION) into other train
+documents of the same language until QUESTION reaches ``question_share`` of train's words;
+dev and test are never touched.  Every draw is seeded by the segment, not by the order of a
+loop, so the result does not depend on how the dataset is sharded or run:
+
+* the number of copies K comes from whole-dataset counts (one streaming pass);
+* the K copies are spread over the M question sentences systematically (each gets floor or
+  ceil of K/M, which ones by a seeded offset), not drawn with replacement;
+* copy j of question sentence i goes to a train document of its language (not its own) and
+  after a segment of it, both drawn from (seed, i, j) (:func:`uniform`);
+* copies travel from the shard of their sentence to the shard of their document through disk:
+  one file per sending shard, a serialized record batch per receiving shard at an offset that
+  an index gives (:class:`_SenderIndex`: sorted runs of it, so that the driver holds a bounded
+  part of the index whatever the number of shard pairs).
+
+Augmentation copies (``augment``: Alam 2020 or 3R; training draws anew each epoch, these are
+for the audit) draw per (seed, copy, index of the segment among train's), as training does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.datasets.split import per_row_sum
+from pipeline.engine import location, reading, writing
+from pipeline.engine.dataset import (
+    RowShard,
+    counts_of,
+    document_index,
+    each_step,
+    finish,
+    read_rows,
+    read_segments,
+    row_shards,
+    run_step,
+)
+from pipeline.engine.executor import executor
+from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import ParamsError
+from pipeline.labels import LABELS
+from pipeline.params import EngineParams, OversampleParams
+from pipeline.schema import SCHEMA_NAME, concat, flat_codes, with_column
+
+log = logging.getLogger(__name__)
+
+#: (sending shard, receiving shard) messages the driver holds before it writes them as a sorted
+#: run of the index: about 30 bytes each, so a run costs a few MB however many pairs there are
+#: (they grow as the square of a language's shards)
+RUN_MESSAGES = 100_000
+
+#: a copy on its way to its target shard: the sentence's own columns, where it goes, and its order
+COPY_SCHEMA = pa.schema(
+    [
+        pa.field("lang", pa.string()),
+        *(pa.field(name, pa.list_(pa.string())) for name in ("words", "labels", "case", "surface")),
+        pa.field("target_lang", pa.string()),
+        pa.field("target_doc", pa.int64()),
+        pa.field("order_i", pa.int64()),
+        pa.field("order_j", pa.int64()),
+        pa.field("position", pa.float64()),
+    ]
+)
+
+
+def _train(table: pa.Table) -> np.ndarray:
+    return pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
+
+
+def _question_rows(table: pa.Table) -> np.ndarray:
+    """Rows whose last label is QUESTION (a question sentence)."""
+    labels = table["labels"].combine_chunks()
+    offsets = pc.subtract(labels.offsets, labels.offsets[0]).to_numpy(zero_copy_only=False)
+    is_question_label = flat_codes(labels, LABELS)[0] == LABELS.index("QUESTION")
+    nonempty = offsets[1:] > offsets[:-1]
+    out = np.zeros(table.num_rows, dtype=bool)
+    out[nonempty] = is_question_label[offsets[1:][nonempty] - 1]
+    return out
+
+
+class _Documents(NamedTuple):
+    """A shard's documents: per row its document; per document its first row, its language (a
+    code into ``names``) and whether it is in train; train documents per language."""
+
+    row_doc: np.ndarray
+    first_rows: np.ndarray
+    lang: np.ndarray
+    names: list[str]
+    train: np.ndarray
+    train_per_lang: dict[str, int]
+
+
+def _documents(table: pa.Table, train: np.ndarray) -> _Documents:
+    row_doc = document_index(table)
+    first_rows = np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1] if len(row_doc) else np.zeros(0, np.int64)
+    langs = pc.dictionary_encode(table["lang"].take(pa.array(first_rows)).cast(pa.string()).combine_chunks())
+    doc_lang = langs.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = langs.dictionary.to_pylist()
+    train_doc = train[first_rows] if len(first_rows) else np.zeros(0, bool)
+    per_lang = np.bincount(doc_lang[train_doc], minlength=len(names))
+    counts = {name: int(c) for name, c in zip(names, per_lang.tolist()) if c}
+    return _Documents(row_doc, first_rows, doc_lang, names, train_doc, counts)
+
+
+class _Tally:
+    """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train rows."""
+
+    def __call__(self, shard: RowShard) -> StepResult:
+        table = read_rows(shard, ["corpus", "lang", "doc_id", "labels", "split"], dictionary=True)
+        train = _train(table)
+        codes, _ = flat_codes(table["labels"], LABELS)
+        lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
+        question = codes == LABELS.index("QUESTION")
+        per_row = np.add.reduceat(question, np.r_[0, np.cumsum(lengths)[:-1]]) if len(codes) else np.zeros(0)
+        per_row = np.where(lengths > 0, per_row, 0)
+        words = int(lengths[train].sum())
+        questions = int(per_row[train].sum())
+        is_question = _question_rows(table) & train
+        q_words = int(lengths[is_question].sum())
+        q_labels = int(per_row[is_question].sum())
+        docs = _documents(table, train).train_per_lang
+        payload = {
+            "words": words,
+            "questions": questions,
+            "question_rows": int(is_question.sum()),
+            "question_words": q_words,
+            "question_labels": q_labels,
+            "docs": docs,
+            "train_rows": int(train.sum()),
+        }
+        return StepResult(None, payload=payload)
+
+
+def _save_before(plan, name: str, counts: np.ndarray) -> None:
+    """Per shard (row), ``counts`` summed over the shards before it, as a file of the plan folder:
+    the tasks map it (sent with every task, such numbers grew as the square of the shards)."""
+    location.make_folder(plan)
+    writing.write_bytes_in_place(
+        np.ascontiguousarray(np.cumsum(counts, axis=0) - counts, np.int64), location.join(plan, name)
+    )
+
+
+def _before(plan, name: str) -> np.ndarray:
+    """A file of :func:`_save_before`, mapped (one row per shard)."""
+    return reading.read_array(location.join(plan, name), np.int64)
+
+
+def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
+    """Uniform draws in [0, 1) fixed by (seed, i, j, stream): splitmix64 of the four, vectorized (a
+    numpy Generator per copy costs 20 us; millions of copies need array arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = np.uint64(seed & (2**64 - 1)) * np.uint64(0x9E3779B97F4A7C15)
+        for value in (i.astype(np.uint64), j.astype(np.uint64), np.uint64(stream)):
+            x = (x ^ value) * np.uint64(0xBF58476D1CE4E5B9)
+            x ^= x >> np.uint64(31)
+            x = x * np.uint64(0x94D049BB133111EB)
+            x ^= x >> np.uint64(29)
+    return (x >> np.uint64(11)).astype(np.float64) / float(2**53)
+
+
+class _Copies:
+    """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
+
+    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder):
+        # plan: the folder of the per-shard numbers (:func:`_save_before`)
+        self.seed, self.k, self.m, self.offset = seed, k, m, offset
+        self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
+
+    def __call__(self, shard: RowShard) -> StepResult:
+        table = read_segments(shard, dictionary=True)
+        train = _train(table)
+        docs = _documents(table, train)
+        row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
+        rows = np.flatnonzero(_question_rows(table) & train)
+        # train documents of each language (column) in the shards before each shard (row)
+        docs_before = _before(self.plan, "docs_before.bin").reshape(-1, len(self.langs))
+        # the train-document number (per language, over the whole dataset) of each document here
+        doc_number = np.full(len(docs.first_rows), -1, np.int64)
+        for code, name in enumerate(names):
+            members = np.flatnonzero(docs.train & (doc_lang == code))
+            before = int(docs_before[shard.index, self.langs.index(name)]) if name in self.langs else 0
+            doc_number[members] = before + np.arange(len(members))
+        # the copies of each question sentence: i its number over the dataset, j the copy's
+        i = int(_before(self.plan, "questions_before.bin")[shard.index]) + np.arange(len(rows))
+        n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
+        n_copies = n_copies.astype(np.int64)
+        row = np.repeat(rows, n_copies)
+        i = np.repeat(i, n_copies)
+        j = np.arange(len(i)) - np.repeat(np.cumsum(n_copies) - n_copies, n_copies)
+        lang_code = doc_lang[row_doc[row]]
+        lang = np.array(names, dtype=object)[lang_code] if len(names) else np.zeros(0, object)
+        n_docs = np.array([self.docs_total.get(g, 0) for g in names], np.int64)[lang_code]
+        own = doc_number[row_doc[row]]
+        # a document of the same language, not its own: uniform over the others
+        others = np.maximum(n_docs - 1, 1)
+        target = np.minimum((uniform(self.seed, i, j, 0) * others).astype(np.int64), others - 1)
+        target = np.where((n_docs > 1) & (target >= own), target + 1, target)
+        position = uniform(self.seed, i, j, 1)
+        where = np.zeros(len(i), np.int64)
+        local_doc = np.zeros(len(i), np.int64)
+        for code in np.unique(lang_code).tolist():
+            mask = lang_code == code
+            starts = np.ascontiguousarray(docs_before[:, self.langs.index(names[code])])
+            where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
+            local_doc[mask] = target[mask] - starts[where[mask]]
+        # one file per source shard, its copies in target-shard order: pass 3 reads, of each
+        # source that sent it copies, one slice (files per (source, target) pair grew as the
+        # square of the shards: 1.2 M small files at 100 M words in 5,000-row shards)
+        order = np.lexsort((j, i, where))
+        part = table.take(pa.array(row[order])).drop_columns(["corpus", "doc_id", "seg_id", "split"])
+        extra = {
+            "target_lang": pa.array(lang[order].tolist(), pa.string()),
+            "target_doc": pa.array(local_doc[order], pa.int64()),
+            "order_i": pa.array(i[order], pa.int64()),
+            "order_j": pa.array(j[order], pa.int64()),
+            "position": pa.array(position[order], pa.float64()),
+        }
+        for name, column in extra.items():
+            part = part.append_column(name, column)
+        targets, sent = np.unique(where, return_counts=True)
+        lengths = np.zeros(len(targets), np.int64)
+        if len(targets):
+            # a serialized record batch per receiving shard, one after another in the sender's file:
+            # a receiver reads its bytes with one pread per sender (opening each sender's file as
+            # an Arrow file cost 140 us a sender, read 250 senders a receiver at 100 M words).  Lists
+            # decoded: a few rows taken out of a shard keep the shard's whole vocabulary as their
+            # dictionary, and unifying 250 of them cost two thirds of oversampling at 100 M words
+            batch = part.cast(COPY_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per receiver
+            bounds = np.r_[0, np.cumsum(sent)]
+            location.make_folder(self.folder)
+            with writing.open_output(location.join(self.folder, f"{shard.index:05d}.bin")) as sink:
+                for n, (a, b) in enumerate(itertools.pairwise(bounds)):
+                    message = batch.slice(a, b - a).serialize()
+                    sink.write(message)
+                    lengths[n] = message.size
+        return StepResult(None, payload=(targets.astype(np.int32), sent.astype(np.int32), lengths))
+
+
+class _Write:
+    """Pass 3: the shard's rows with the copies sent to it inserted; augmentation copies of its train rows.
+
+    What grows with the shards or the vocabulary is read from files, not sent with every task: the
+    train rows before each shard from the plan folder, 3R's train vocabulary from ``vocabulary``
+    and its confusables from their table (``confusables``), both loaded once per worker process."""
+
+    _loaded: dict = {}
+
+    def __init__(self, folder, runs, augment, seed, plan, vocabulary, confusables, augmented_folder, n_shards):
+        self.folder, self.runs = None if folder is None else str(folder), runs
+        self.augment, self.seed, self.plan = augment, seed, str(plan)
+        self.vocabulary = None if vocabulary is None else str(vocabulary)
+        self.confusables = None if confusables is None else str(confusables)
+        self.augmented_folder = None if augmented_folder is None else str(augmented_folder)
+        self.n_shards = n_shards
+
+    def _load(self, kind: str, path: str | None):
+        if path is None:
+            return None
+        if (kind, path) not in self._loaded:
+            if kind == "vocabulary":
+                self._loaded[(kind, path)] = reading.open_arrow_file(path).read_all()["word"].to_pylist()
+            else:
+                from pipeline.datasets.augment import load_confusables
+
+                self._loaded[(kind, path)] = load_confusables(path)
+        return self._loaded[(kind, path)]
+
+    def _incoming(self, shard: RowShard) -> pa.Table | None:
+        """The copies sent to this shard: a record batch out of each sender's file.  Senders hold
+        consecutive question sentences, so their batches in sender order are in (i, j) order."""
+        if self.folder is None:
+            return None
+        batches = []
+        for run in range(self.runs):  # runs hold consecutive senders: in order, senders in order
+            # the index is mapped, not sent with every task (it grows with the shard pairs)
+            index = reading.open_arrow_file(_SenderIndex.run_path(self.folder, run)).read_all()
+            first, last = np.searchsorted(index["target"].to_numpy(), [shard.index, shard.index + 1])
+            rows = index.slice(first, last - first)
+            for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
+                message = reading.read_range(location.join(self.folder, f"{source:05d}.bin"), offset, offset + length)
+                batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
+        if not batches:
+            return None
+        return pa.Table.from_batches(batches, COPY_SCHEMA).combine_chunks()
+
+    def __call__(self, shard: RowShard) -> StepResult:
+        table = read_segments(shard, dictionary=True)
+        counts = Counts()
+        incoming = self._incoming(shard)
+        if incoming is not None and incoming.num_rows:
+            table = _insert(table, incoming)
+            counts.stats["inserted"] += incoming.num_rows
+        # counted over the whole table, train rows masked: filtering them out copied four string columns
+        in_train = _train(table)
+        words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
+        questions = per_row_sum(table["labels"], flat_codes(table["labels"], LABELS)[0] == LABELS.index("QUESTION"))
+        counts.stats["train_words"] += int(words[in_train].sum())
+        counts.stats["train_questions"] += int(questions[in_train].sum())
+        train = table.filter(pa.array(in_train)) if self.augment is not None else None
+        if self.augment is not None:  # augmentation draws by a segment's index among train's
+            first = int(_before(self.plan, "train_before.bin")[shard.index])
+        # copy c of shard i is part c * shards + i: read in order, the parts give copy 0 of all of
+        # train, then copy 1..., whatever the sharding
+        for copy in range(self.augment["copies"] if self.augment is not None else 1):
+            if self.augment is not None:
+                from pipeline.datasets.augment import augmented
+
+                part = augmented(
+                    train,
+                    self.augment,
+                    copy,
+                    self.seed,
+                    self._load("vocabulary", self.vocabulary),
+                    self._load("confusables", self.confusables),
+                    indices=range(first, first + train.num_rows),
+                )
+            else:
+                part = concat([])
+            counts.stats["augmented_rows"] += part.num_rows
+            counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
+            name = f"part-{copy * self.n_shards + shard.index:05d}.parquet"
+            writing.write_parquet(part, location.join(self.augmented_folder, name))
+        return StepResult(table, counts)
+
+
+class _SenderIndex:
+    """Who sent what, folded as the copies pass's results arrive (in sending-shard order): per
+    sending shard, the shards it sent copies to, how many, and the bytes of each batch, one after
+    another in its file.  Held until :data:`RUN_MESSAGES` messages, then written as a run sorted
+    by receiving shard (then sender) to the copies folder: a receiver reads its slice of each run,
+    and the runs, holding consecutive senders, give its senders in order.  ``incoming``: the
+    copies each shard receives."""
+
+    def __init__(self, folder, n_shards: int):
+        self.folder, self.run_messages = folder, RUN_MESSAGES
+        self.incoming = np.zeros(n_shards, np.int64)
+        self.pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self.held = self.messages = self.runs = 0
+
+    @staticmethod
+    def run_path(folder, run: int) -> str:
+        return location.join(folder, f"senders-{run:05d}.arrow")
+
+    def add(self, source: int, targets: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> None:
+        np.add.at(self.incoming, targets, rows)
+        if len(targets):
+            self.pending.append((source, targets, lengths.astype(np.int64)))
+            self.held += len(targets)
+            if self.held >= self.run_messages:
+                self._write_run()
+
+    def close(self) -> int:
+        """Writes what is held; returns the number of runs."""
+        if self.pending:
+            self._write_run()
+        return self.runs
+
+    def _write_run(self) -> None:
+        targets = np.concatenate([t for _, t, _ in self.pending])
+        lengths = np.concatenate([n for _, _, n in self.pending])
+        sources = np.repeat(np.array([s for s, _, _ in self.pending], np.int32), [len(t) for _, t, _ in self.pending])
+        offsets = np.concatenate([np.cumsum(n) - n for _, _, n in self.pending])
+        order = np.argsort(targets, kind="stable")  # stable: senders in order within a target
+        table = pa.table(
+            {"target": targets[order], "source": sources[order], "offset": offsets[order], "length": lengths[order]}
+        )
+        location.make_folder(self.folder)
+        writing.write_arrow_in_place(table, self.run_path(self.folder, self.runs))
+        self.messages += len(targets)
+        self.runs += 1
+        self.pending, self.held = [], 0
+
+
+def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
+    """Rows of ``table`` with ``incoming`` copies placed inside their target train documents (copy
+    k after a segment drawn by its position); only the documents that receive copies are walked."""
+    train = _train(table)
+    docs = _documents(table, train)
+    row_doc, first_rows = docs.row_doc, docs.first_rows
+    n, k = table.num_rows, incoming.num_rows
+    ends = np.r_[first_rows[1:], n]
+    # each copy's document here: the target_doc-th train document of its language in this shard
+    train_docs = np.flatnonzero(docs.train)
+    target_lang = pc.dictionary_encode(incoming["target_lang"].combine_chunks())
+    target_code = target_lang.indices.to_numpy(zero_copy_only=False)
+    target_doc = incoming["target_doc"].to_numpy()
+    dest = np.zeros(k, np.int64)
+    for code, lang in enumerate(target_lang.dictionary.to_pylist()):
+        mask = target_code == code
+        dest[mask] = train_docs[docs.lang[train_docs] == docs.names.index(lang)][target_doc[mask]]
+    # copies in (i, j) order, each inserted into its document's rows as they are by then
+    placed: dict[int, list[int]] = {}  # document -> its rows and copies (copy k as n + k)
+    first_list, end_list = first_rows.tolist(), ends.tolist()
+    for copy, (d, position) in enumerate(zip(dest.tolist(), incoming["position"].to_pylist())):
+        items = placed.get(d)
+        if items is None:
+            items = placed[d] = list(range(first_list[d], end_list[d]))
+        items.insert(min(int(position * (len(items) + 1)), len(items)), n + copy)
+    # the new order: by document, then rank inside it (a receiving document's ranks as placed)
+    touched = sorted(placed)
+    sizes = np.array([len(placed[d]) for d in touched], np.int64)
+    item_doc = np.r_[row_doc, dest]
+    rank = np.r_[np.arange(n) - first_rows[row_doc], np.zeros(k, np.int64)]
+    rank[np.fromiter(itertools.chain.from_iterable(placed[d] for d in touched), np.int64, int(sizes.sum()))] = (
+        np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    )
+    order = np.lexsort((rank, item_doc))
+    # copy rows: their target document's corpus, doc_id and split; the sentence's own words and labels
+    copies = table.take(pa.array(first_rows[dest]))
+    for name in ("words", "labels", "case", "surface", "lang"):
+        copies = with_column(copies, name, incoming[name].combine_chunks().cast(table.schema.field(name).type))
+    combined = pa.concat_tables([table, copies]).take(pa.array(order))
+    # seg_id renumbered inside the documents that received copies
+    receiving = np.zeros(len(first_rows), bool)
+    receiving[touched] = True
+    seg = np.where(receiving[item_doc[order]], rank[order], combined["seg_id"].to_numpy())
+    return with_column(combined, "seg_id", pa.array(seg, pa.int32()))
+
+
+def _vocabulary(runner, shards) -> list[str]:
+    """The sorted distinct words of train (3R substitutes them)."""
+    words: set[str] = set()
+    for result in each_step(runner, _TrainWords(), shards, label="oversample: vocabulary"):
+        words.update(result.payload)
+    return sorted(words)
+
+
+class _TrainWords:
+    def __call__(self, shard: RowShard) -> StepResult:
+        table = read_rows(shard, ["words", "split"], dictionary=True)
+        codes, values = flat_codes(table.filter(pa.array(_train(table)))["words"])
+        return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
+
+
+def oversample_dataset(
+    source: str | os.PathLike,
+    params: OversampleParams,
+    seed: int,
+    out: str | os.PathLike,
+    augmented_out: str | os.PathLike,
+    report: str | os.PathLike,
+    confusables: str | os.PathLike | None = None,
+    engine: EngineParams | None = None,
+) -> dict:
+    """``source`` (a split dataset) -> ``out`` (questions oversampled in train), ``augmented_out``
+    (augmentation copies of train, for the audit) and the report."""
+    engine = engine or EngineParams()
+    augment = params.augment.model_dump() if params.augment is not None else None
+    inputs = [source, *([confusables] if confusables else [])]
+    with writing.Outputs(inputs=inputs) as outputs:
+        folder = outputs.dataset(out)
+        augmented_folder = outputs.dataset(augmented_out)
+        report_path = outputs.file(report)
+        scratch = outputs.scratch(out)
+        plan = location.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)
+        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            shards = row_shards(source, engine.shard_rows, runner)
+            tallies = [r.payload for r in run_step(runner, _Tally(), shards, label="oversample: counts")]
+            words = sum(t["words"] for t in tallies)
+            questions = sum(t["questions"] for t in tallies)
+            incoming = np.zeros(len(shards), np.int64)
+            copies_folder, runs = None, 0
+            target = params.question_share
+            m = sum(t["question_rows"] for t in tallies)
+            if target and m and words and questions / words < target:
+                q_words = sum(t["question_words"] for t in tallies)
+                q_labels = sum(t["question_labels"] for t in tallies)
+                gain = (q_labels - target * q_words) / m  # what one copy adds, on average
+                if gain <= 0:
+                    raise ParamsError(
+                        f"oversample.question_share {target} cannot be reached: question sentences are "
+                        f"themselves only {q_labels / q_words:.4f} QUESTION"
+                    )
+                k = math.ceil((target * words - questions) / gain)
+                offset = float(np.random.default_rng([seed, 15]).random())
+                langs = sorted({lang for t in tallies for lang in t["docs"]})
+                docs = np.array([[t["docs"].get(lang, 0) for lang in langs] for t in tallies], np.int64)
+                _save_before(plan, "docs_before.bin", docs)  # per shard, per language
+                _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
+                docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
+                copies_folder = location.join(scratch, "copies")
+                step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder)
+                index = _SenderIndex(copies_folder, len(shards))
+                # results in shard order (each_step runs to its end, which logs the pass's time)
+                for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
+                    index.add(shards[n].index, *result.payload)
+                runs = index.close()
+                incoming = index.incoming
+                log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
+            # augmentation draws by a segment's index among train's, the copies included
+            train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
+            _save_before(plan, "train_before.bin", train_rows)
+            vocabulary = None
+            if augment is not None and augment["kind"] == "3r":
+                vocabulary = location.join(scratch, "vocabulary.arrow")
+                train_vocabulary = pa.array(_vocabulary(runner, shards), pa.string())
+                writing.write_arrow_in_place(pa.table({"word": train_vocabulary}), vocabulary)
+                if confusables:
+                    from pipeline.datasets.augment import check_confusables
+
+                    check_confusables(confusables)  # a bad table named here, before the pass
+            write = _Write(
+                copies_folder, runs, augment, seed, plan, vocabulary,
+                confusables if vocabulary is not None else None, augmented_folder, len(shards),
+            )  # fmt: skip
+            results = run_step(runner, write, shards, folder, label="oversample")
+        counts = counts_of(results)
+        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        writing.write_manifest(
+            augmented_folder,
+            {
+                "kind": "segments",
+                "parts": len(shards) * (augment["copies"] if augment else 1),
+                "rows": int(counts.stats["augmented_rows"]),
+                "words": int(counts.stats["augmented_words"]),
+                "schema": SCHEMA_NAME,
+            },
+        )
+        out_report: dict = {}
+        stats = counts.stats
+        if target:
+            after = stats["train_questions"] / stats["train_words"] if stats["train_words"] else 0.0
+            out_report["oversampling"] = {
+                "before": round(questions / words, 6) if words else 0.0,
+                "inserted": int(stats["inserted"]),
+                "after": round(after, 6),
+            }
+        if augment is not None:
+            out_report["augmentation"] = {
+                "kind": augment["kind"],
+                "copies": augment["copies"],
+                "train_words": int(stats["train_words"]),
+                "augmented_words_per_copy": round(stats["augmented_words"] / augment["copies"], 1),
+            }
+        writing.write_json_in_place(out_report, report_path)
+    return out_report

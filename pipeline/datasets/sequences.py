@@ -1,0 +1,592 @@
+"""Model-ready sequences from labelled segments, and exports.
+
+* ``chunk`` (Guerreiro 2021): consecutive segments of a document packed up to
+  ``max_len`` subword tokens (special tokens included); chunk ends fall wherever
+  the budget runs out, not at sentence ends, so a model cannot learn "the end
+  of the input is a PERIOD".  ``stride`` > 0 makes consecutive chunks share that
+  many words.
+* ``segment``: each segment on its own (split into chunks if it is too long);
+  ``chunk_id`` is ``seg_id * 1000 + chunk``.
+* ``slot_filling`` (Rao 2022): a mask token after every word; the labels sit on
+  the masks.
+
+Labels: each word's label on its *last* subword (the mark follows the word, so the
+token nearest the gap decides it); -100 on every other token; ``case_labels`` the
+word's capitalization label (O/U/A/M as 0-3) at the same positions.  ``word_index``
+gives, for every token, the position of its word in the document (-1 for special
+and mask tokens), so predictions map back to words.  A word the tokenizer turns
+into no token (an empty word) becomes the unknown token, so no label is lost.
+
+Speed: each distinct word is tokenized once (a cache per process, over shards), and
+the packing is array arithmetic over the shard; only documents longer than one
+chunk are walked chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.errors import InputError, ParamsError
+from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.schema import flat_codes, flat_dictionary
+
+IGNORE = -100
+#: train-word counts gathered from the shards before they are summed (see :func:`count_train_words`)
+COUNTS_BATCH_ROWS = 250_000
+log = logging.getLogger(__name__)
+
+SEQUENCE_SCHEMA = pa.schema(
+    [
+        pa.field("corpus", pa.string()),
+        pa.field("lang", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("doc_id", pa.string()),
+        pa.field("chunk_id", pa.int32()),
+        pa.field("input_ids", pa.list_(pa.int32())),
+        pa.field("attention_mask", pa.list_(pa.int8())),
+        pa.field("labels", pa.list_(pa.int16())),
+        pa.field("case_labels", pa.list_(pa.int8())),
+        pa.field("word_index", pa.list_(pa.int32())),
+    ],
+    metadata={b"schema": b"punct-sequences/2"},
+)
+
+
+class PieceCache:
+    """Subword ids of distinct words, tokenized once per process (bounded: cleared when full).
+
+    A word's ids sit in one growing flat array (``flat``), found by the word's slot (``start``,
+    ``length``): a shard looks its distinct words up in one pass over a dict, with no array per
+    word to gather and concatenate."""
+
+    def __init__(self, tokenizer, limit: int = 2_000_000):
+        self.tokenizer, self.limit = tokenizer, limit
+        self.backend = None
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            # a copy without the padding and truncation a tokenizer.json may carry (sentence-transformers
+            # models pad every encoding to 128): the Python call turns them off per call, the backend does not
+            from tokenizers import Tokenizer
+
+            self.backend = Tokenizer.from_str(backend.to_str())
+            self.backend.no_padding()
+            self.backend.no_truncation()
+        self._clear()
+
+    def _clear(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.start = np.zeros(1024, np.int64)
+        self.length = np.zeros(1024, np.int64)
+        self.flat = np.zeros(4096, np.int32)
+        self._words = self._tokens = 0
+
+    def _encode(self, words: list[str]) -> list[list[int]]:
+        if self.backend is not None:  # the fast tokenizer's own batch encoder: the same ids, no Python wrapping
+            return [e.ids for e in self.backend.encode_batch(words, add_special_tokens=False)]
+        return self.tokenizer(words, add_special_tokens=False)["input_ids"]
+
+    def _add(self, words: list[str]) -> None:
+        unk = self.tokenizer.unk_token_id
+        encoded = [ids or [unk] for ids in self._encode(words)]
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        ids = np.fromiter(itertools.chain.from_iterable(encoded), np.int32, int(lengths.sum()))
+        n, t = self._words, self._tokens
+        self.start = _fit(self.start, n + len(words))
+        self.length = _fit(self.length, n + len(words))
+        self.flat = _fit(self.flat, t + len(ids))
+        self.start[n : n + len(words)] = t + np.r_[0, np.cumsum(lengths)[:-1]]
+        self.length[n : n + len(words)] = lengths
+        self.flat[t : t + len(ids)] = ids
+        self.slot.update(zip(words, range(n, n + len(words))))
+        self._words, self._tokens = n + len(words), t + len(ids)
+
+    def lookup(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(start, length) in ``flat`` of each of ``words`` (distinct), tokenizing those not seen yet;
+        valid until the next call."""
+        slots = np.fromiter(map(self.slot.get, words, itertools.repeat(-1)), np.int64, len(words))
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            if len(self.slot) + len(missing) > self.limit:
+                self._clear()
+                missing = np.arange(len(words))
+            first = self._words
+            self._add([words[i] for i in missing.tolist()])
+            slots[missing] = np.arange(first, self._words)
+        return self.start[slots], self.length[slots]
+
+    def pieces(self, words: list[str]) -> list[np.ndarray]:
+        """Each word's ids (never empty: an untokenizable word is the unknown token)."""
+        distinct = list(dict.fromkeys(words))
+        start, length = self.lookup(distinct)
+        found = {w: self.flat[s : s + n].copy() for w, s, n in zip(distinct, start.tolist(), length.tolist())}
+        return [found[w] for w in words]
+
+
+def _fit(array: np.ndarray, size: int) -> np.ndarray:
+    """``array`` with room for ``size`` items (doubled, so that growing costs linear time)."""
+    if size <= len(array):
+        return array
+    grown = np.zeros(max(size, 2 * len(array)), array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+_CACHES: dict[int, PieceCache] = {}
+
+
+def piece_cache(tokenizer) -> PieceCache:
+    cache = _CACHES.get(id(tokenizer))
+    if cache is None or cache.tokenizer is not tokenizer:
+        cache = _CACHES[id(tokenizer)] = PieceCache(tokenizer)
+    return cache
+
+
+def _offsets(lists) -> np.ndarray:
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    return pc.subtract(lists.offsets, lists.offsets[0]).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _case_codes(case_column, words_column) -> np.ndarray:
+    """Case label ids per word; IGNORE for the words of a row without case information (null)."""
+    case_column = case_column.combine_chunks() if isinstance(case_column, pa.ChunkedArray) else case_column
+    if case_column.null_count:
+        lengths = pc.list_value_length(words_column).to_pylist()
+        case_column = pa.array(
+            [row if row is not None else [""] * n for row, n in zip(case_column.to_pylist(), lengths)],
+            pa.list_(pa.string()),
+        )
+    codes = flat_codes(case_column, CASE_LABELS)[0]
+    return np.where(codes < 0, IGNORE, codes)
+
+
+def build_sequences(
+    table: pa.Table, tokenizer, max_len: int = 256, mode: str = "chunk", stride: int = 0, slot_filling: bool = False
+) -> tuple[pa.Table, Counter]:
+    if mode not in ("chunk", "segment"):
+        raise ParamsError(f"mode must be chunk or segment, not {mode!r}")
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    mask = tokenizer.mask_token_id
+    if slot_filling and mask is None:
+        raise InputError("slot filling needs a tokenizer with a mask token")
+    n_specials = (cls is not None) + (sep is not None)
+    budget = max_len - n_specials
+    counts: Counter = Counter()
+    if table.num_rows == 0:
+        return SEQUENCE_SCHEMA.empty_table(), counts
+
+    # groups: (doc, split) in order of first appearance (chunk), or each row (segment)
+    split = pc.fill_null(table["split"], "\x00")
+    doc_split = pc.binary_join_element_wise(table["doc_id"], split, "\x1f")
+    doc_split = doc_split.combine_chunks() if isinstance(doc_split, pa.ChunkedArray) else doc_split
+    doc_group = pc.dictionary_encode(doc_split).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_rows = table.num_rows
+    order = np.argsort(doc_group, kind="stable")  # rows of a (doc, split) together, in table order
+    row_words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
+    # position of each row's first word in its (doc, split)
+    sorted_words = row_words[order]
+    sorted_group = doc_group[order]
+    cumulative = np.cumsum(sorted_words) - sorted_words
+    group_first = np.r_[0, np.flatnonzero(np.diff(sorted_group)) + 1]
+    first_of_row = np.repeat(cumulative[group_first], np.diff(np.r_[group_first, n_rows]))
+    row_offset = np.empty(n_rows, np.int64)
+    row_offset[order] = cumulative - first_of_row
+    if mode == "segment":
+        order = np.arange(n_rows)
+        group_of_row = np.arange(n_rows)
+    else:
+        group_of_row = sorted_group
+    # documents are contiguous almost always: then the rows are already in order
+    rows = table if bool((np.diff(order) > 0).all()) else table.take(pa.array(order))
+    group_of_row = group_of_row if mode == "segment" else sorted_group
+    g_first_row = np.r_[0, np.flatnonzero(np.diff(group_of_row)) + 1]  # first row of each group (in ``rows``)
+
+    # words, their pieces, and the token stream of all words (a word's pieces, then its mask in slot filling)
+    words_column = rows["words"].combine_chunks()
+    word_offsets = _offsets(words_column)
+    word_code, distinct_words = flat_codes(words_column)
+    cache = piece_cache(tokenizer)
+    unique_start, unique_len = cache.lookup(distinct_words)
+    piece_len = unique_len[word_code]
+    word_len = piece_len + int(slot_filling)
+    prefix = np.r_[0, np.cumsum(word_len)]  # tokens before each word
+    n_stream = int(prefix[-1])
+    source = np.repeat(unique_start[word_code] - prefix[:-1], word_len) + np.arange(n_stream)  # in ``cache.flat``
+    if slot_filling:
+        is_piece = source - np.repeat(unique_start[word_code], word_len) < np.repeat(piece_len, word_len)
+        stream = np.where(is_piece, cache.flat[np.where(is_piece, source, 0)], mask)
+    else:
+        stream = cache.flat[source]
+    last_token = prefix[1:] - 1  # a word's label sits on its last token (the mask in slot filling)
+    label_code, _ = flat_codes(rows["labels"], LABELS)
+    case_code = _case_codes(rows["case"], words_column) if "case" in rows.column_names else None
+    # a word's position in its document: its row's offset in the document, then its place in the row
+    row_position = row_offset[order]
+    word_position = np.repeat(row_position - word_offsets[:-1], np.diff(word_offsets)) + np.arange(len(word_len))
+    del source
+
+    # chunks: (group, first word, end word, number within the group)
+    g_word_start = word_offsets[g_first_row]
+    g_word_end = np.r_[g_word_start[1:], word_offsets[-1]]
+    g_tokens = prefix[g_word_end] - prefix[g_word_start]
+    nonempty = g_word_end > g_word_start
+    single = nonempty & (g_tokens <= budget)
+    chunk_group = [np.flatnonzero(single)]
+    chunk_start, chunk_end = [g_word_start[single]], [g_word_end[single]]
+    chunk_no = [np.zeros(int(single.sum()), np.int64)]
+    long_groups, lg_start, lg_end, lg_no = [], [], [], []
+    for g in np.flatnonzero(nonempty & ~single).tolist():
+        start, end_word, k = int(g_word_start[g]), int(g_word_end[g]), 0
+        while start < end_word:
+            end = min(int(np.searchsorted(prefix, prefix[start] + budget, side="right")) - 1, end_word)
+            if end <= start:
+                raise InputError(f"a word of {int(word_len[start])} tokens does not fit max_len")
+            long_groups.append(g)
+            lg_start.append(start)
+            lg_end.append(end)
+            lg_no.append(k)
+            k += 1
+            if end >= end_word:
+                break
+            start = max(end - stride, start + 1)
+    chunk_group.append(np.array(long_groups, np.int64))
+    chunk_start.append(np.array(lg_start, np.int64))
+    chunk_end.append(np.array(lg_end, np.int64))
+    chunk_no.append(np.array(lg_no, np.int64))
+    c_group = np.concatenate(chunk_group)
+    c_start, c_end, c_no = np.concatenate(chunk_start), np.concatenate(chunk_end), np.concatenate(chunk_no)
+    ordering = np.lexsort((c_no, c_group))  # groups in order, chunks in order
+    c_group, c_start, c_end, c_no = c_group[ordering], c_start[ordering], c_end[ordering], c_no[ordering]
+
+    # the tokens of each chunk: [cls] + its words' tokens + [sep]; the body tokens are gathered from
+    # the stream (with stride 0 they are the whole stream in order) and the specials set around them
+    body = prefix[c_end] - prefix[c_start]
+    n_body = int(body.sum())
+    body_offsets = np.r_[0, np.cumsum(body)]
+    out_len = body + n_specials
+    out_offsets = np.r_[0, np.cumsum(out_len)]
+    total = int(out_offsets[-1])
+    has_cls = cls is not None
+    along = np.arange(n_body)
+    into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
+    if n_body == n_stream and bool((prefix[c_start] == body_offsets[:-1]).all()):
+        token = slice(None)  # the chunks cover the stream in order (stride 0): every token once, in place
+    else:
+        token = np.repeat(prefix[c_start] - body_offsets[:-1], body) + along  # position in the token stream
+    del along
+    ids = np.zeros(total, np.int32)
+    ids[into] = stream[token]
+    if has_cls:
+        ids[out_offsets[:-1]] = cls
+    if sep is not None:
+        ids[out_offsets[1:] - 1] = sep
+    labels = np.full(total, IGNORE, np.int16)
+    case_labels = np.full(total, IGNORE, np.int8)
+    index = np.full(total, -1, np.int32)
+    on_last = np.full(n_stream, IGNORE, np.int16)
+    on_last[last_token] = label_code
+    labels[into] = on_last[token]
+    if case_code is not None:
+        on_last[last_token] = case_code
+    else:
+        on_last[last_token] = 0
+    case_labels[into] = on_last[token]
+    word_of_token = np.repeat(word_position, word_len)
+    if slot_filling:
+        word_of_token[last_token] = -1  # the mask token belongs to no word
+    index[into] = word_of_token[token]
+    del token, into, on_last, word_of_token, stream
+
+    first_rows = g_first_row[c_group]
+    if mode == "segment":
+        chunk_id = rows["seg_id"].to_numpy(zero_copy_only=False).astype(np.int64)[first_rows] * 1000 + c_no
+    else:
+        chunk_id = c_no
+    list_offsets = pa.array(out_offsets.astype(np.int32))
+    meta = rows.select(["corpus", "lang", "split", "doc_id"]).take(pa.array(first_rows))
+    out = pa.Table.from_arrays(
+        [
+            meta["corpus"].combine_chunks(),
+            meta["lang"].combine_chunks(),
+            meta["split"].combine_chunks().cast(pa.string()),
+            meta["doc_id"].combine_chunks(),
+            pa.array(chunk_id.astype(np.int32)),
+            pa.ListArray.from_arrays(list_offsets, pa.array(ids)),
+            pa.ListArray.from_arrays(list_offsets, pa.array(np.ones(total, np.int8))),
+            pa.ListArray.from_arrays(list_offsets, pa.array(labels)),
+            pa.ListArray.from_arrays(list_offsets, pa.array(case_labels)),
+            pa.ListArray.from_arrays(list_offsets, pa.array(index)),
+        ],
+        schema=SEQUENCE_SCHEMA,
+    )
+    counts["chunks"] += len(c_group)
+    counts["tokens"] += total
+    counts["words"] += int(word_offsets[-1])
+    return out, counts
+
+
+def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """(doc, split) -> [(word position, label)] recovered from the sequences (first chunk wins)."""
+    out: dict[tuple[str, str], dict[int, str]] = {}
+    for doc, split, labels, index in zip(
+        sequences["doc_id"].to_pylist(),
+        sequences["split"].to_pylist(),
+        sequences["labels"].to_pylist(),
+        sequences["word_index"].to_pylist(),
+    ):
+        seen = out.setdefault((doc, split), {})
+        last_word = None
+        for label, word in zip(labels, index):
+            if label != IGNORE:
+                w = word if word >= 0 else last_word
+                seen.setdefault(w, LABELS[label])
+            if word >= 0:
+                last_word = word
+    return {k: sorted(v.items()) for k, v in out.items()}
+
+
+def tokenizer_normalizer(lowercase: bool):
+    """The trained tokenizer's normalizer: NFC, then lowercase if asked."""
+    from tokenizers import normalizers
+
+    return normalizers.Sequence([normalizers.NFC()] + ([normalizers.Lowercase()] if lowercase else []))
+
+
+def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False, normalized: bool = False):
+    """A BPE tokenizer trained on the corpus (offline default), as a transformers fast tokenizer;
+    ``normalized``: the words are already normalized (:func:`normalized_counts`), so the trainer
+    skips the normalizer, which is set afterwards (a third of its time, same merges: tested).
+
+    BPE, not WordPiece: the WordPiece trainer of ``tokenizers`` numbers its ``##``
+    pieces in hash-map order, so the same words give a different vocabulary on
+    every run (huggingface/tokenizers#1794); plain BPE numbers pieces from the
+    sorted alphabet and its merges, and is the same every run (tested)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    if not normalized:
+        tok.normalizer = tokenizer_normalizer(lowercase)
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1, show_progress=False)
+    tok.train_from_iterator(words, trainer=trainer)
+    tok.normalizer = tokenizer_normalizer(lowercase)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+
+
+# ------------------------------------------------------------------------------ the stage, streamed
+
+
+class TrainWordCounts:
+    """Picklable step: a segment shard -> its train split's distinct words and how often each
+    occurs (counted over dictionary codes in the workers, so that the driver, which trains the
+    tokenizer, merges counts of distinct words instead of reading every word)."""
+
+    def __call__(self, shard):
+        from pipeline.engine.dataset import read_rows
+        from pipeline.engine.step import StepResult
+
+        table = read_rows(shard, ["words", "split"], dictionary=True)
+        train = pc.fill_null(pc.equal(table["split"], "train"), False)
+        codes, values = flat_dictionary(table.filter(train)["words"])
+        counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
+        present = np.flatnonzero(counts)
+        return StepResult(None, payload=(values.take(pa.array(present)), counts[present]))
+
+
+def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 16):
+    """Batches of lines for the tokenizer trainer, each word repeated as often as it occurs (in
+    lines of at most ``per_line`` words): the trainer counts exactly these occurrences, and its
+    merges depend on the counts only, so the tokenizer is the one trained on the running text
+    (tested).  Its normalizers act within a word (a space composes with nothing), so words
+    joined by spaces normalize as they do in their segments.  Small batches: the trainer's threads
+    keep what their batches allocated (256 lines a batch: 34 MB more at 100 M words)."""
+    batch: list[str] = []
+    for word in sorted(counts):
+        n = counts[word]
+        while n > 0:
+            take = min(n, per_line)
+            batch.append(" ".join([word] * take))
+            n -= take
+            if len(batch) >= lines_per_batch:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def normalized_counts(counts: dict[str, int], lowercase: bool) -> dict[str, int]:
+    """Word counts of the normalized words (words that normalize alike summed), normalized once per
+    distinct word by the tokenizer's own normalizer: the trainer then counts the words it would
+    have counted after normalizing (NFC and lowercasing act within a word, as in
+    :func:`repeated_words`)."""
+    normalize = tokenizer_normalizer(lowercase).normalize_str
+    out: Counter = Counter()
+    for word, n in counts.items():
+        out[normalize(word)] += n
+    return out
+
+
+def count_train_words(runner, shards) -> dict[str, int]:
+    """The train split's word counts, counted per shard on ``runner`` and summed by Arrow's hash
+    aggregation: the shards' counts are gathered until they have at least as many rows as the
+    running total, then summed with it, so each count is merged a few times in all, not once per
+    shard by a Python loop (which held the driver: 0.74 s against 0.12 s at 10 M words)."""
+    from pipeline.engine.dataset import each_step
+
+    total = pa.table({"word": pa.array([], pa.string()), "n": pa.array([], pa.int64())})
+    pending: list[pa.Table] = []
+    pending_rows = 0
+    for result in each_step(runner, TrainWordCounts(), shards, label="sequences: tokenizer words"):
+        words, counts = result.payload
+        pending.append(pa.table({"word": words.cast(pa.string()), "n": pa.array(counts, pa.int64())}))
+        pending_rows += len(counts)
+        if pending_rows >= max(COUNTS_BATCH_ROWS, total.num_rows):
+            total, pending, pending_rows = _summed_counts([total, *pending]), [], 0
+    total = _summed_counts([total, *pending])
+    return dict(zip(total["word"].to_pylist(), total["n"].to_pylist()))
+
+
+def _summed_counts(tables: list[pa.Table]) -> pa.Table:
+    summed = pa.concat_tables(tables).group_by("word").aggregate([("n", "sum")])
+    return pa.table({"word": summed["word"], "n": summed["n_sum"]})
+
+
+class PackingTokenizer(NamedTuple):
+    """What packing needs of a fast tokenizer: its backend and special token ids.  Workers load it
+    from the backend's JSON, without importing transformers (and torch with it: 2 s and about
+    190 MB a worker, the step's largest cost at 10 M words)."""
+
+    backend_tokenizer: object
+    cls_token_id: int | None
+    sep_token_id: int | None
+    mask_token_id: int | None
+    unk_token_id: int | None
+
+
+SPECIAL_IDS = ("cls_token_id", "sep_token_id", "mask_token_id", "unk_token_id")
+
+
+def packing_files(tokenizer, saved, folder) -> tuple[str, dict] | None:
+    """The backend of ``tokenizer`` as loaded back from ``saved`` (its folder: what training loads),
+    written in ``folder`` for :class:`SequencesStep`, and its special ids; None for a tokenizer
+    without a fast backend (its workers load it through transformers)."""
+    from pipeline.engine import location, writing
+
+    if getattr(tokenizer, "backend_tokenizer", None) is None:
+        return None
+    with location.local_folder(saved) as local:  # by its own class, as AutoTokenizer would: which imports torch
+        loaded = type(tokenizer).from_pretrained(str(local))
+    path = location.join(folder, "backend.json")
+    writing.write_text_in_place(loaded.backend_tokenizer.to_str(), path)
+    return path, {key: getattr(loaded, key) for key in SPECIAL_IDS}
+
+
+class SequencesStep:
+    """Picklable: a segment shard -> its sequences, with the tokenizer saved in ``tokenizer_dir``
+    (loaded once per worker process), or its fast backend saved as ``backend`` (a JSON file, as
+    :func:`packing_files` writes it) with its special ids."""
+
+    _loaded: dict = {}
+
+    def __init__(self, tokenizer_dir, max_len: int, mode: str, stride: int, slot_filling: bool, backend=None):
+        self.tokenizer_dir = str(tokenizer_dir)
+        self.backend = backend
+        self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling)
+
+    def _tokenizer(self):
+        from pipeline.engine import location, reading
+
+        if self.backend is not None:
+            from tokenizers import Tokenizer
+
+            path, special_ids = self.backend
+            return PackingTokenizer(Tokenizer.from_str(reading.read_text(path)), **special_ids)
+        from transformers import AutoTokenizer
+
+        with location.local_folder(self.tokenizer_dir) as local:  # a URL's files copied while it loads
+            return AutoTokenizer.from_pretrained(str(local))
+
+    def __call__(self, shard):
+        from pipeline.engine.dataset import read_segments
+        from pipeline.engine.step import Counts, StepResult
+
+        key = (self.tokenizer_dir, repr(self.backend))
+        tokenizer = self._loaded.get(key)
+        if tokenizer is None:
+            tokenizer = self._loaded[key] = self._tokenizer()
+        table, counts = build_sequences(read_segments(shard, dictionary=True), tokenizer, **self.options)
+        return StepResult(table, Counts(stats=counts))
+
+
+def sequences_dataset(source, params, out, tokenizer_out, report, name: str, earlier_reports=(), engine=None) -> dict:
+    """``source`` (segments) -> ``out`` (sequences, a folder of parts), ``tokenizer_out`` and ``report``
+    (the earlier stages' reports, the sequence counts, and the split distribution)."""
+    from pipeline.audit.stats import AuditView, audit_dataset_views
+    from pipeline.engine import location, reading, writing
+    from pipeline.engine.dataset import counts_of, finish, one_value, row_shards, run_step
+    from pipeline.engine.executor import executor
+    from pipeline.params import EngineParams
+    from pipeline.training.pretrained import load_tokenizer, save_tokenizer
+
+    engine = engine or EngineParams()
+    earlier = list(earlier_reports)
+    with writing.Outputs(inputs=[source, *earlier]) as outputs:
+        folder = outputs.dataset(out)
+        tokenizer_folder = outputs.dataset(tokenizer_out)
+        report_path = outputs.file(report)
+        scratch = outputs.scratch(out)
+        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+            shards = row_shards(source, engine.shard_rows, runner)
+            if params.tokenizer == "train":
+                counts = normalized_counts(count_train_words(runner, shards), params.lowercase)
+                started = time.perf_counter()
+                words = repeated_words(counts)
+                tokenizer = train_tokenizer(words, params.vocab_size, params.lowercase, normalized=True)
+                log.info(
+                    "sequences %s: tokenizer trained on %d words (%d distinct) in %.1f s",
+                    name, sum(counts.values()), len(counts), time.perf_counter() - started,
+                )  # fmt: skip
+                del counts
+            else:
+                tokenizer = load_tokenizer(params.tokenizer)
+            save_tokenizer(tokenizer, tokenizer_folder)
+            writing.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
+            backend = packing_files(tokenizer, tokenizer_folder, scratch)
+            step = SequencesStep(
+                tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend
+            )
+            results = run_step(runner, step, shards, folder, label=f"sequences {name}")
+            # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
+            views = [AuditView([name], expected_splits=("train", "dev", "test"))]
+            if not one_value(source, "corpus"):
+                views.append(AuditView())
+            audits = audit_dataset_views(runner, [source], location.join(scratch, "audit"), engine.shard_rows, views)
+            distribution = audits[0][0]
+            per_corpus = audits[1][0] if len(audits) > 1 else {}
+        counts = counts_of(results)
+        finish(folder, "sequences", results, schema="punct-sequences/2")
+        out_report: dict = {}
+        for path in earlier:
+            out_report.update(reading.read_json(path))
+        out_report["sequences"] = {k: int(v) for k, v in sorted(counts.stats.items())}
+        out_report["distribution"] = distribution
+        if len(per_corpus) > 1:
+            out_report["per_corpus"] = per_corpus
+        writing.write_json_in_place(out_report, report_path)
+    return out_report

@@ -1,6 +1,0 @@
-"""Malayalam: indic-nlp-library's normalizer; danda and "." end sentences; words in another
-script than Malayalam are removed, the line kept (indic-punct, Gupta 2021 §3)."""
-
-from ._indic import indic_language
-
-LANGUAGE = indic_language("ml", "Malayalam", "Malayalam")

@@ -1,6 +1,0 @@
-"""Marathi: indic-nlp-library's normalizer; danda and "." end sentences; words in another
-script than Devanagari are removed, the line kept (indic-punct, Gupta 2021 §3)."""
-
-from ._indic import indic_language
-
-LANGUAGE = indic_language("mr", "Marathi", "Devanagari")

@@ -1,6 +1,0 @@
-"""Tamil: indic-nlp-library's normalizer; danda and "." end sentences; words in another
-script than Tamil are removed, the line kept (indic-punct, Gupta 2021 §3)."""
-
-from ._indic import indic_language
-
-LANGUAGE = indic_language("ta", "Tamil", "Tamil")

@@ -1,0 +1,311 @@
+"""Punctuated text -> words and one label per word (the mark that follows the word).
+
+Rules (Alam 2020 §3.1 mapping; the mark table is data in ``lexicons/``):
+
+* Marks glued to a word (``word,``) or standing alone (``word ,``) label the word
+  before them.  A mark with no word before it in its segment is dropped and counted.
+* Several marks after one word: the highest label wins, QUESTION > PERIOD > COMMA
+  (``?!`` -> QUESTION, ``."`` -> PERIOD).
+* Opening quotes and brackets are dropped where they start a word; closing ones where
+  they end it.  Marks inside a word are kept: ``3.5``, ``10,000``, ``well-being``.
+* Abbreviations keep their period: ``dr.`` when listed in ``lexicons/<lang>/abbreviations.txt``,
+  and initialisms (``u.s.``, ``e.g.``) always.  A further mark after them still counts.
+* Lowercasing is the language's option (English: on).
+
+The work is done column-wise with Arrow compute kernels (split, trim, regex on the
+few tokens that carry marks), so it runs at millions of words per second.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
+from pipeline.schema import CASE_VALUES, LABEL_VALUES, encoded_codes
+from pipeline.text.case import case_of_stored
+from pipeline.text.languages import Language
+from pipeline.text.normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
+
+# a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
+# initial (George W. Bush): its period is part of it
+_INITIALISM = r"^(\pL\.)+\pL$|^\p{Lu}$"
+# what utf8_split_whitespace splits at: ASCII whitespace, the separators 0x1c-0x1f, and the
+# Unicode spaces, which are exactly those that normalization makes ASCII spaces
+_UNICODE_SPACE = char_class(SPACES)
+_WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
+
+
+@dataclass
+class Labelled:
+    """Words, labels, case labels and mixed-case forms per input line, plus what was dropped and why."""
+
+    words: pa.ListArray
+    labels: pa.ListArray
+    case: pa.ListArray
+    surface: pa.ListArray
+    dropped: Counter = field(default_factory=Counter)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
+    """Put a space after non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).
+
+    ASCII marks do occur inside words (3.5, 10,000, well-known) and the en dash in
+    ranges (1990–2000), so they only count at word ends.
+    """
+    chars = sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"})
+    if not chars or len(lines) == 0:
+        return lines
+    non_ascii = pc.invert(pc.string_is_ascii(lines))
+    if not pc.any(non_ascii).as_py():
+        return lines
+    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + char_class("".join(chars)) + ")", "\\1 ")
+    return pc.replace_with_mask(lines, non_ascii, spaced)
+
+
+def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> pa.Array:
+    """``strings[rows]`` without their first ``prefix_bytes`` bytes, cut straight from the buffers.
+
+    The marks after a word are a few bytes; gathering them with numpy avoids a
+    regex over every marked token.
+    """
+    offsets = value_offsets(strings)
+    data = value_data(strings)
+    starts = offsets[rows] + prefix_bytes
+    lengths = offsets[rows + 1] - starts
+    out_offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=out_offsets[1:])
+    gather = np.repeat(starts - out_offsets[:-1], lengths) + np.arange(out_offsets[-1], dtype=np.int64)
+    return pa.StringArray.from_buffers(len(rows), pa.py_buffer(out_offsets), pa.py_buffer(data[gather].tobytes()))
+
+
+def _list_offsets(lists: pa.ListArray) -> np.ndarray:
+    offsets = value_offsets(lists)
+    return offsets - offsets[0]
+
+
+def _patch(strings: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """``strings`` with ``rows`` (sorted) replaced by ``values``.
+
+    Few rows change (abbreviations), so slices and a concatenation, one memcpy,
+    beat a masked replace over the whole column.
+    """
+    if len(rows) > 10_000:
+        mask = np.zeros(len(strings), dtype=bool)
+        mask[rows] = True
+        return pc.replace_with_mask(strings, pa.array(mask), values)
+    pieces, start = [], 0
+    for i, row in enumerate(rows.tolist()):
+        pieces += [strings.slice(start, row - start), values.slice(i, 1)]
+        start = row + 1
+    pieces.append(strings.slice(start))
+    return pa.concat_arrays(pieces)
+
+
+def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
+    """Words with letters, none of them in ``scripts`` (digits and symbols are no script)."""
+    own = "|".join(f"\\p{{{s}}}" for s in scripts)
+    outside = np.flatnonzero(~pc.match_substring_regex(words, f"(?:{own})").to_numpy(zero_copy_only=False))
+    other = np.zeros(len(words), dtype=bool)
+    # most words are in the language's script: the letter test runs on the others only
+    other[outside] = pc.match_substring_regex(words.take(pa.array(outside)), r"\pL").to_numpy(zero_copy_only=False)
+    return other
+
+
+def _tokens_hold_whitespace(tokens: pa.Array) -> bool:
+    """Does a token hold whitespace?  A whitespace split's tokens hold none, so one pass over their
+    bytes decides: any byte <= 0x20 (ASCII whitespace, or a control character: a false alarm only
+    costs the exact split).  Normalized lines have only ASCII spaces left, so multi-byte spaces need
+    no check."""
+    if len(tokens) == 0:
+        return False
+    offsets = value_offsets(tokens)
+    return bool((value_data(tokens)[offsets[0] : offsets[-1]] <= 0x20).any())
+
+
+def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
+    """utf8_ltrim of the opening quotes and brackets, run only on the tokens whose first byte can
+    begin one (most text has few: trimming every token costs more than finding them)."""
+    offsets = value_offsets(tokens)
+    if offsets[-1] == offsets[0]:
+        return tokens
+    data = value_data(tokens)
+    can_open = np.zeros(256, dtype=bool)
+    can_open[[c.encode()[0] for c in openers]] = True
+    nonempty = offsets[1:] > offsets[:-1]
+    rows = np.flatnonzero(nonempty & can_open[data[np.minimum(offsets[:-1], len(data) - 1)]])
+    if len(rows) == 0:
+        return tokens
+    if len(rows) > 10_000:
+        return pc.utf8_ltrim(tokens, characters=openers)
+    return _patch(tokens, rows, pc.utf8_ltrim(tokens.take(pa.array(rows)), characters=openers))
+
+
+def _has_unicode_space(lines: pa.Array) -> bool:
+    """Does a line hold whitespace beyond ASCII's (no-break, em, ideographic spaces...)?"""
+    non_ascii = pc.invert(pc.string_is_ascii(lines))
+    if not pc.any(non_ascii).as_py():
+        return False
+    return pc.any(pc.match_substring_regex(lines.filter(non_ascii), _UNICODE_SPACE)).as_py()
+
+
+def _lower(words: pa.Array) -> pa.Array:
+    """utf8_lower, by the ASCII kernel (20x faster) but for the words with a non-ASCII byte."""
+    rows = non_ascii_rows(words)
+    lowered = pc.ascii_lower(words)
+    return _patch(lowered, rows, pc.utf8_lower(words.take(pa.array(rows)))) if len(rows) else lowered
+
+
+def _byte_lengths(strings: pa.Array) -> np.ndarray:
+    return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
+
+
+_O, _U, _A, _M = (CASE_TO_ID[c] for c in CASE_LABELS)
+
+
+def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Case label (O/U/A/M) and mixed-case form of each word, ``stored`` being the word as kept
+    (lowercased, or as written).  Exactly :func:`pipeline.text.case.apply_case`'s inverse: ASCII words
+    starting with a letter are decided by Arrow's ASCII kernels (which do what Python does there),
+    every other word that is not its own lowercase by the Python rule itself."""
+    codes = np.zeros(len(original), dtype=np.int8)
+    surface_rows: list[int] = []
+    if len(original):
+        lowered = stored if stored is not original else pc.utf8_lower(original)
+        differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
+        if len(differs):
+            subset = original.take(pa.array(differs))
+            low = lowered.take(pa.array(differs))
+            simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
+                zero_copy_only=False
+            )
+            rows, orig_s, low_s = differs[simple], subset.filter(pa.array(simple)), low.filter(pa.array(simple))
+            is_u = pc.equal(orig_s, pc.ascii_capitalize(low_s)).to_numpy(zero_copy_only=False)
+            is_a = pc.equal(orig_s, pc.ascii_upper(low_s)).to_numpy(zero_copy_only=False) & ~is_u
+            codes[rows] = np.where(is_u, _U, np.where(is_a, _A, _M))
+            surface_rows += rows[~is_u & ~is_a].tolist()
+            for row, word, kept in zip(
+                differs[~simple].tolist(),
+                subset.filter(pa.array(~simple)).to_pylist(),
+                low.filter(pa.array(~simple)).to_pylist(),
+            ):
+                label, _ = case_of_stored(word, kept)
+                codes[row] = CASE_TO_ID[label]
+                if label == "M":
+                    surface_rows.append(row)
+    surface = pa.nulls(len(original), pa.string())
+    if surface_rows:
+        rows = np.sort(np.array(surface_rows, dtype=np.int64))
+        mask = np.zeros(len(original), dtype=bool)
+        mask[rows] = True
+        surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
+    return encoded_codes(CASE_VALUES, codes), surface
+
+
+def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> Labelled:
+    """Label each line of punctuated text.  ``lines`` are already normalized.
+
+    ``keep_other_scripts``: keep words in another script than the language's even where the
+    language drops them (an ASR hypothesis is what it is: every word stays)."""
+    lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
+    table = language.punctuation
+    lines = _separate_glued_marks(lines, table)
+    if language.tokenize is not None:
+        tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+    else:
+        # normalized lines hold no whitespace but ASCII's: the ASCII split (1.6x faster) is exact
+        split = pc.utf8_split_whitespace if _has_unicode_space(lines) else pc.ascii_split_whitespace
+        tokens_per_line = split(lines)
+        if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
+            # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
+            # that byte (whatever memory holds) is >= 0x80, the string's final space stays on its
+            # last token (seen on Bangla news articles ending in "। "); the RE2 split is exact,
+            # slower, and only needed then (or for the ASCII separators 0x1c-0x1f, which only the
+            # UTF-8 split knows)
+            tokens_per_line = pc.split_pattern_regex(lines, _WHITESPACE_RUN)
+    tokens = pc.list_flatten(tokens_per_line)
+    token_offsets = _list_offsets(tokens_per_line)
+    dropped: Counter = Counter()
+    # splitting an empty line gives one empty token: it is no word and no loss
+    nonempty = _byte_lengths(tokens) > 0
+
+    if table.openers:
+        tokens = _strip_openers(tokens, "".join(sorted(table.openers)))
+    body = pc.utf8_rtrim(tokens, characters=table.trailing_chars)
+    body_len = _byte_lengths(body)
+    has_tail = np.flatnonzero(body_len != _byte_lengths(tokens))
+    codes = np.zeros(len(tokens), dtype=np.int8)
+
+    if len(has_tail):
+        marked_body = body.take(pa.array(has_tail))
+        tails = _suffixes(tokens, has_tail, body_len[has_tail])
+        # abbreviations keep one period of their tail
+        abbrev = pc.and_(
+            pc.starts_with(tails, "."),
+            pc.or_(
+                pc.is_in(
+                    pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
+                    value_set=pa.array(sorted(language.abbreviations), pa.string()),
+                ),
+                pc.match_substring_regex(marked_body, _INITIALISM),
+            ),
+        )
+        if pc.any(abbrev).as_py():
+            tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
+            rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
+            body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
+            body_len[rows] += 1
+        encoded = tails.dictionary_encode()
+        tail_codes = np.array([LABEL_TO_ID[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
+        codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
+
+    is_word = body_len > 0
+    other = np.zeros(len(codes), dtype=bool)
+    if language.drop_other_scripts and language.scripts and not keep_other_scripts:
+        # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
+        other = _other_script(body, language.scripts) & is_word
+        if other.any():
+            dropped["word_in_other_script"] += int(other.sum())
+            is_word = is_word & ~other
+    word_codes = codes[is_word]
+    # words before each token, and the new list offsets: one cumulative sum serves both
+    words_before = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(is_word.view(np.int8), out=words_before[1:])
+    offsets = words_before[token_offsets]
+    loose = np.flatnonzero(~is_word & (codes > 0))
+    if len(loose):
+        # a mark standing alone labels the last word before it on the same line
+        line = np.searchsorted(token_offsets, loose, side="right") - 1
+        owner = words_before[loose] - 1
+        attached = owner >= offsets[line]
+        np.maximum.at(word_codes, owner[attached], codes[loose[attached]])
+        if (~attached).any():
+            dropped["mark_without_word_before_it"] += int((~attached).sum())
+    n_bare = int((~is_word & (codes == 0) & nonempty & ~other).sum())
+    if n_bare:
+        dropped["token_of_quotes_or_brackets_only"] += n_bare
+
+    original = body.filter(pa.array(is_word))
+    words = _lower(original) if language.lowercase else original
+    case, surface = case_labels(original, words)
+    offsets = pa.array(offsets.astype(np.int32))
+    labels = encoded_codes(LABEL_VALUES, word_codes)
+    return Labelled(
+        words=pa.ListArray.from_arrays(offsets, words),
+        labels=pa.ListArray.from_arrays(offsets, labels),
+        case=pa.ListArray.from_arrays(offsets, case),
+        surface=pa.ListArray.from_arrays(offsets, surface),
+        dropped=dropped,
+    )
+
+
+def render(words: list[str], labels: list[str]) -> str:
+    """Words and labels back to punctuated text (``,``/``.``/``?`` glued to the word)."""
+    return " ".join(w + RENDERED_MARK[l] for w, l in zip(words, labels))

@@ -1,0 +1,112 @@
+"""Languages: one small module each, found by its ISO 639-1 code.
+
+A language module defines ``LANGUAGE = Language(...)``; adding a language means
+adding its data under ``lexicons/<code>/`` and one module here, nothing else.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow  # not "as pa": the Punjabi module pipeline.text.languages.pa would shadow it
+
+from pipeline.errors import ParamsError
+from pipeline.text.lexicon import PunctuationTable, punctuation_table, word_set
+from pipeline.text.normalize import clean_lines, join_lines, split_exactly, split_lines
+
+
+class UnknownLanguageError(ParamsError):
+    pass
+
+
+def _split_whitespace(line: str) -> list[str]:
+    return line.split()
+
+
+def _normalize_as_block(lines: pyarrow.Array, normalize: Callable[[str], str]) -> pyarrow.Array:
+    """Lines joined and split back in Arrow (no Python string per line); a normalizer that changed
+    the number of lines after all, or null lines, fall back to one call per line."""
+    if not lines.null_count:
+        out = split_exactly(normalize(join_lines(lines)))
+        if len(out) == len(lines):
+            return out
+    return pyarrow.array([normalize(line) if line else line for line in lines.to_pylist()], pyarrow.string())
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    name: str
+    lowercase: bool = False
+    keep_joiners: bool = False
+    #: extra per-language normalization, given a block of cleaned lines joined by newlines (one call
+    #: instead of one per line); it must not reach across a newline
+    normalize_block: Callable[[str], str] | None = None
+    #: splits a normalized line into word tokens (marks still attached); whitespace by default
+    tokenize: Callable[[str], list[str]] | None = None
+    #: Unicode scripts the language is written in (RE2 names: Latin, Devanagari, Bengali, Han...)
+    scripts: tuple[str, ...] = ()
+    #: remove words with letters of none of ``scripts`` (counted; the line is kept)
+    drop_other_scripts: bool = False
+    notes: str = field(default="", compare=False)
+
+    @property
+    def punctuation(self) -> PunctuationTable:
+        return punctuation_table(self.code)
+
+    @property
+    def abbreviations(self) -> frozenset[str]:
+        return word_set(self.code, "abbreviations.txt")
+
+    def normalize(self, lines: pyarrow.Array, counts: Counter | None = None) -> pyarrow.Array:
+        """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
+        replaced (control characters) is counted in ``counts``."""
+        lines = clean_lines(lines, self.keep_joiners, counts)
+        if self.normalize_block is None or not len(lines):
+            return lines
+        return _normalize_as_block(lines, self.normalize_block)
+
+    def normalize_text(self, text: str, counts: Counter | None = None) -> pyarrow.Array:
+        """Split a block of text into lines (LF, CRLF or CR endings) and normalize them."""
+        return self.normalize(split_lines(text), counts)
+
+    def normalize_words(self, words: list[str]) -> list[str]:
+        """Normalize already tokenized words (one per entry), keeping their count."""
+        out = self.normalize(pyarrow.array(words, pyarrow.string())).to_pylist()
+        # a word stays one word: spaces a normalizer put inside it go (indic-nlp writes "—" as " - ")
+        return ["".join(w.split()) for w in out]
+
+
+@functools.cache
+def get_language(code: str, user_dict: str | None = None) -> Language:
+    """The language of ``code``; ``user_dict``: a jieba user dictionary (Mandarin only)."""
+    language = _module(code).LANGUAGE
+    if user_dict is not None:
+        configure = getattr(_module(code), "with_user_dict", None)
+        if configure is None:
+            raise ParamsError(f"user_dict: only Mandarin (zh) segments with a user dictionary, not {code!r}")
+        language = configure(user_dict)
+    return language
+
+
+def _module(code: str):
+    if not code or not code.isidentifier() or code.startswith("_"):
+        raise UnknownLanguageError(f"unknown language code {code!r}; available: {', '.join(available_languages())}")
+    try:
+        module = importlib.import_module(f"{__name__}.{code}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{code}":
+            raise
+        raise UnknownLanguageError(
+            f"unknown language code {code!r}; available: {', '.join(available_languages())}"
+        ) from None
+    return module
+
+
+def available_languages() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))

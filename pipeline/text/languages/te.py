@@ -1,0 +1,6 @@
+"""Telugu: indic-nlp-library's normalizer; danda and "." end sentences; words in another
+script than Telugu are removed, the line kept (indic-punct, Gupta 2021 §3)."""
+
+from pipeline.text.languages._indic import indic_language
+
+LANGUAGE = indic_language("te", "Telugu", "Telugu")

@@ -1,0 +1,102 @@
+"""The ``train.<name>`` params section: one pydantic model, every default and range in one place.
+
+``TrainParams.model_validate(section)`` rejects unknown keys and out-of-range values;
+:func:`validate_train_params` turns the first error into one line naming the key.
+The sequence options (``max_len``, ``mode``, ``stride``, ``slot_filling``) are the
+dataset's (``datasets.<dataset>.sequences``), not the model's: training reads the
+dataset's sequences and builds augmented ones with the same options.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# one schema of ASR-error augmentation: the dataset stages' (materialized copies) and training's (per epoch)
+from pipeline.params import AugmentParams as AugmentationParams
+from pipeline.params import validate
+
+HEAD_NAMES = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MixingParams(_Strict):
+    """Languages drawn per epoch by n^(1/temperature), or by explicit ``ratios`` {lang: weight}."""
+
+    temperature: float = Field(1.0, gt=0)
+    ratios: dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.ratios is not None and (any(v < 0 for v in self.ratios.values()) or sum(self.ratios.values()) <= 0):
+            raise ValueError("ratios must be >= 0 and not all zero")
+        return self
+
+
+class CapitalizationParams(_Strict):
+    """A case head (O/U/A/M per word) beside the punctuation head; loss = punctuation + weight * case."""
+
+    weight: float = Field(0.5, gt=0)
+
+
+class TrainParams(_Strict):
+    #: dataset name (``data/datasets/<dataset>``; its ``datasets.<dataset>.sequences`` give max_len etc.)
+    dataset: str | None = None
+    lang: str = "en"
+
+    # model: a pretrained name or folder, or a config for a model from scratch (exactly one)
+    pretrained: str | None = None
+    config: dict[str, Any] | None = None
+    head: Literal["linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling"] = "linear"
+    dropout: float = Field(0.1, ge=0, lt=1)
+    layer_dropout: float = Field(0.1, ge=0, lt=1)
+    capitalization: CapitalizationParams | None = None
+
+    # optimization
+    epochs: int = Field(3, ge=1)
+    max_steps: int = Field(0, ge=0, description="stop after this many optimizer steps (0: no limit)")
+    batch_size: int = Field(16, ge=1, description="sequences per device and micro-batch (when max_tokens is 0)")
+    max_tokens: int = Field(0, ge=0, description="padded tokens per device and micro-batch; replaces batch_size")
+    grad_accumulation: int = Field(1, ge=1)
+    encoder_lr: float = Field(5e-5, gt=0)
+    head_lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    warmup: float = Field(0.1, ge=0, le=1, description="share of the steps with a linear warm-up")
+    max_grad_norm: float = Field(1.0, ge=0, description="gradient clipping (0: none)")
+    precision: Literal["bf16", "fp32"] = "bf16"  # bf16 autocast on CUDA (fp32 master weights); CPU runs fp32
+    freeze_encoder_first_epoch: bool = False
+    patience: int = Field(2, ge=1, description="epochs without a better dev F1 before stopping")
+    seed: int = Field(0, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+    # data path
+    workers: int = Field(2, ge=0, description="DataLoader worker processes per device")
+    window: int = Field(4096, ge=1, description="rows shuffled and length-grouped together (one worker's unit)")
+    pad_to_multiple_of: int = Field(8, ge=1)
+    eval_batch_size: int = Field(64, ge=1)
+    augmentation: AugmentationParams | None = None
+    mixing: MixingParams | None = None
+
+    # checkpoints and logs
+    checkpoint_every: int = Field(0, ge=0, description="optimizer steps between resumable checkpoints (0: none)")
+    keep_checkpoints: int = Field(1, ge=1)
+    log_every: int = Field(50, ge=1, description="steps between loss read-backs from the device")
+    progress: bool = True
+
+    #: deprecated: the dataset's max_len is used; when given it must equal it
+    max_len: int | None = Field(None, ge=8)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if bool(self.pretrained) == bool(self.config):
+            raise ValueError("give exactly one of pretrained (a name or folder) and config (a model from scratch)")
+        return self
+
+
+def validate_train_params(section, where: str = "train") -> TrainParams:
+    """``TrainParams`` from a params section, or ValueError (ParamsError) with one line naming the key."""
+    return validate(TrainParams, section, None, tuple(where.split(".")))

@@ -1,0 +1,487 @@
+"""Training, evaluation and inference for punctuation (and capitalization) models, on Hugging Face Accelerate.
+
+One code path for CPU, one GPU, several GPUs (DDP) and several nodes: ``python -m stages.train``
+runs on one device; ``accelerate launch [--multi_gpu --num_processes N] -m stages.train ...``
+on several (see the README).  Per step:
+
+* a step is ``grad_accumulation`` global batches (see ``pipeline.training.data``: every process
+  gets its share of the same global batches); its loss is the sum over all its micro-batches and
+  processes divided by their total labelled tokens (rows, for the CRF head), so one process with
+  the whole batch and N processes with a share each take the same step; gradients are reduced
+  only on the last micro-batch (``no_sync`` before), a last group shorter than
+  ``grad_accumulation`` still makes a step, and nothing leaks into the next epoch;
+* bf16 autocast on CUDA (``precision: bf16``) over fp32 master weights; gradient clipping;
+  AdamW (fused on CUDA) with separate encoder and head learning rates, linear warm-up and decay;
+  optional frozen encoder for the first epoch (Guerreiro 2021);
+* the loss is kept on the device and read back every ``log_every`` steps (no per-step sync);
+* with ``capitalization``: loss = punctuation + weight * case (each normalized by its own
+  labelled tokens).
+
+Each epoch ends with dev scores; the best model (dev overall F1) is saved, and training stops
+after ``patience`` epochs without improvement.  ``checkpoint_every`` N steps saves model,
+optimizer, scheduler, RNG states (``accelerator.save_state``) and the loop's own state (epoch, micro-batches done), so a
+killed run resumed with ``resume=True`` ends with the same weights as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from pipeline.datasets.sequences import IGNORE
+from pipeline.engine import writing
+from pipeline.errors import InputError, ParamsError
+from pipeline.training.config import TrainParams, validate_train_params
+from pipeline.training.data import (
+    BatchSpec,
+    EpochBatches,
+    SequenceOptions,
+    TrainingData,
+    collate,
+    count_batches,
+    has_column,
+    index_rows,
+    loader,
+    mixed_case_lexicon,
+    mixing_counts,
+    plan_windows,
+    round_up,
+    vocabulary_of,
+)
+from pipeline.training.metrics import case_scores, merged_scores, scores
+
+logger = logging.getLogger(__name__)
+
+try:  # a progress bar where tqdm is installed (it comes with transformers)
+    from tqdm.auto import tqdm
+except ImportError:  # pragma: no cover
+
+    def tqdm(iterable=None, **_):
+        return iterable
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def device_of(choice: str = "auto") -> str:
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return choice
+
+
+def mix_languages(segments: pa.Table, mixing, epoch: int, seed: int) -> pa.Table:
+    """One epoch's rows of a multilingual table (see ``training_data.mixing_counts``), in table order."""
+    if not mixing:
+        return segments
+    counts = mixing_counts(np.array(segments["lang"].to_pylist(), dtype=object), mixing, epoch, seed)
+    return segments.take(pa.array(np.repeat(np.arange(segments.num_rows), counts)))
+
+
+# ---------------------------------------------------------------------------------------------
+# prediction and evaluation
+
+
+def _autocast(device, bf16: bool):
+    if bf16 and str(device).startswith("cuda"):
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@torch.no_grad()
+def predict_sequences(
+    model, sequences: pa.Table, pad_id: int, device, batch_size: int = 64, with_case: bool = False, bf16: bool = False
+):
+    """Predicted label ids at the labelled positions of each row (in row order); with ``with_case`` also
+    the case label ids there (None without a case head).  Rows are batched by length."""
+    model.eval()
+    lengths = np.array([len(x) for x in sequences["input_ids"].to_pylist()]) if sequences.num_rows else np.zeros(0)
+    order = np.argsort(-lengths, kind="stable")
+    marks: list = [None] * sequences.num_rows
+    cases: list = [None] * sequences.num_rows
+    table = sequences.select(["input_ids", "labels"])
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        batch = collate(table.take(pa.array(rows)), pad_id)
+        with _autocast(device, bf16):
+            pred, case = model.decode(
+                batch["input_ids"].to(device, non_blocking=True),
+                batch["attention_mask"].to(device, non_blocking=True),
+                (batch["labels"] != IGNORE).to(device, non_blocking=True),
+            )
+        for k, r in enumerate(rows):
+            marks[r] = pred[k]
+            if case is not None:
+                cases[r] = case[k]
+    if with_case:
+        return marks, (cases if getattr(model, "capitalization", False) else None)
+    return marks
+
+
+def evaluate(model, sequences, pad_id: int, device, batch_size: int = 64, bf16: bool = False) -> dict:
+    """Word-level scores (per class, overall, macro, SER, confusion, merged classes), overall, per
+    language and per corpus (when there are several); ``case`` scores too when the model has a case
+    head and the rows have case labels.  ``sequences``: a table, or an iterable of tables (a split
+    streamed from Parquet)."""
+    tables = [sequences] if isinstance(sequences, pa.Table) else sequences
+    gold_all, pred_all, by_lang, by_corpus, case_gold, case_pred = [], [], {}, {}, [], []
+    for table in tables:
+        marks, cases = predict_sequences(model, table, pad_id, device, batch_size, with_case=True, bf16=bf16)
+        has_case = cases is not None and "case_labels" in table.column_names
+        case_rows = table["case_labels"].to_pylist() if has_case else [None] * table.num_rows
+        corpora = table["corpus"].to_pylist() if "corpus" in table.column_names else [None] * table.num_rows
+        for k, (labels, lang) in enumerate(zip(table["labels"].to_pylist(), table["lang"].to_pylist())):
+            gold = [l for l in labels if l != IGNORE]
+            gold_all += gold
+            pred_all += marks[k]
+            for groups, key in ((by_lang, lang), (by_corpus, corpora[k])):
+                g, p = groups.setdefault(key, ([], []))
+                g += gold
+                p += marks[k]
+            if has_case:
+                at = [c for l, c in zip(labels, case_rows[k]) if l != IGNORE]
+                kept = [(c, q) for c, q in zip(at, cases[k]) if c != IGNORE]
+                case_gold += [c for c, _ in kept]
+                case_pred += [q for _, q in kept]
+    result = {
+        "overall": scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64)),
+        "merged": merged_scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64)),
+    }
+    if len(by_lang) > 1:
+        result["per_language"] = {lang: scores(np.array(g), np.array(p)) for lang, (g, p) in by_lang.items()}
+    if len(by_corpus) > 1:
+        result["per_corpus"] = {name: scores(np.array(g), np.array(p)) for name, (g, p) in by_corpus.items()}
+    if case_gold:
+        result["case"] = case_scores(np.array(case_gold), np.array(case_pred))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+
+
+@dataclass
+class LoopState:
+    """What the training loop needs, besides model/optimizer/scheduler/RNG, to continue a run."""
+
+    epoch: int = 0
+    batches_done: int = 0  # micro-batches of ``epoch`` already trained on
+    step: int = 0
+    best: float = -1.0
+    waited: int = 0
+    stopped: bool = False
+    tokens: int = 0  # this process's non-padding tokens trained on
+    history: dict = field(default_factory=lambda: {"steps": [], "epochs": []})
+
+
+CHECKPOINT_PREFIX = "step-"
+
+
+def checkpoints(folder) -> list[Path]:
+    """Complete resumable checkpoints in ``folder``, oldest first (a complete one has loop_state.json)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.glob(f"{CHECKPOINT_PREFIX}*") if (p / "loop_state.json").is_file()]
+    return sorted(found, key=lambda p: int(p.name.removeprefix(CHECKPOINT_PREFIX)))
+
+
+def _save_checkpoint(accelerator, folder: Path, state: LoopState, keep: int) -> None:
+    final = folder / f"{CHECKPOINT_PREFIX}{state.step:08d}"
+    tmp = folder / f".{final.name}.tmp"
+    if accelerator.is_main_process and tmp.exists():
+        shutil.rmtree(tmp)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))  # every process writes its own RNG states
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        writing.write_json(asdict(state), tmp / "loop_state.json")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        for old in checkpoints(folder)[:-keep]:
+            shutil.rmtree(old)
+    accelerator.wait_for_everyone()
+
+
+def make_accelerator(params: TrainParams):
+    """The Accelerator: CPU (gloo between processes) or the launch's GPUs; DDP with unused parameters
+    allowed only when the encoder sits out the first epoch.  Mixed precision is this loop's own
+    autocast (``precision``), so one process can run bf16 and fp32 one after the other."""
+    from accelerate import Accelerator
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    if params.device == "cuda" and not torch.cuda.is_available():
+        raise ParamsError("device: cuda was asked for, but no CUDA device is available")
+    cpu = params.device == "cpu" or not torch.cuda.is_available()
+    ddp = DistributedDataParallelKwargs(find_unused_parameters=params.freeze_encoder_first_epoch)
+    return Accelerator(cpu=cpu, mixed_precision="no", kwargs_handlers=[ddp])
+
+
+def _check_inputs(model, data: TrainingData, params: TrainParams) -> None:
+    if params.max_tokens and params.max_tokens < round_up(data.options.max_len, params.pad_to_multiple_of):
+        raise ParamsError(
+            f"max_tokens: {params.max_tokens} is less than the dataset's max_len {data.options.max_len} "
+            f"(padded to {params.pad_to_multiple_of}): the longest sequence would not fit"
+        )
+    if params.head == "slot_filling" and not data.options.slot_filling:
+        raise ParamsError("head: slot_filling needs a dataset built with sequences.slot_filling: true")
+    if model.capitalization and not data.has_case_labels():
+        raise InputError(f"capitalization: {data.sequences[0]} has no case_labels column (no cased dataset)")
+    aug = params.augmentation
+    if aug is not None:
+        if not data.segments:
+            raise InputError("augmentation: needs the dataset's segments (oversampled.parquet), which are missing")
+        if model.capitalization and not has_column(data.segments, "case"):
+            raise InputError(f"capitalization: {data.segments[0]} has no case column to augment with")
+        if aug.kind == "3r" and aug.p_phoneme > 0 and not data.confusables:
+            raise ParamsError(
+                f"augmentation.confusables: 3R phoneme edition needs the confusables of {aug.confusables!r} "
+                "(the stage's --confusables)"
+            )
+
+
+def train(
+    model,
+    data: TrainingData,
+    params: TrainParams | dict,
+    *,
+    model_dir: str | os.PathLike | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    on_step=None,
+) -> dict:
+    """Train ``model`` in place on ``data``'s train split, scoring its dev split after every epoch.
+
+    ``model_dir``: the best model is saved there (``save_checkpoint``).  ``checkpoint_dir`` (default
+    ``model_dir/checkpoints``): resumable checkpoints every ``checkpoint_every`` steps; removed when
+    the run ends.  ``resume``: continue from the newest one there.  ``on_step(step, state)`` is
+    called after every optimizer step (benchmarks time with it).  Returns the per-step and
+    per-epoch logs."""
+    from transformers import get_linear_schedule_with_warmup
+
+    from pipeline.training.model import save_checkpoint
+
+    if isinstance(params, dict):
+        params = validate_train_params(params)
+    _check_inputs(model, data, params)
+    accelerator = make_accelerator(params)
+    world, rank, device = accelerator.num_processes, accelerator.process_index, accelerator.device
+    bf16 = params.precision == "bf16" and device.type == "cuda"
+    set_seed(params.seed)
+    tokenizer = data.tokenizer
+    segments_mode = params.augmentation is not None
+    spec = BatchSpec(
+        batch_size=params.batch_size,
+        max_tokens=params.max_tokens,
+        pad_id=tokenizer.pad_token_id,
+        pad_multiple=params.pad_to_multiple_of,
+        max_len=data.options.max_len,
+        seed=params.seed,
+        case=model.capitalization,
+        segments=segments_mode,
+        tokenizer=tokenizer,
+        options=data.options,
+        augmentation=params.augmentation.model_dump() if params.augmentation else None,
+        confusables=data.confusables,
+    )
+    sequence_index = index_rows(data.sequences, "train", lengths=True)
+    if not len(sequence_index):
+        raise InputError(f"{data.sequences[0].parent}: no train rows")
+    index = index_rows(data.segments, "train") if segments_mode else sequence_index
+    if segments_mode and params.augmentation.kind == "3r" and params.augmentation.p_substitute > 0:
+        spec.vocabulary = vocabulary_of(data.segments)
+    lexicon = mixed_case_lexicon(data.segments) if model.capitalization and data.segments else {}
+
+    # the schedule's length: the dataset's sequences (augmented epochs have about as many)
+    per_epoch = count_batches(sequence_index, spec, 0, params.window, world, params.mixing)
+    accumulate = params.grad_accumulation
+    total = max(1, math.ceil(per_epoch / accumulate) * params.epochs)
+    if params.max_steps:
+        total = min(total, params.max_steps)
+    groups = model.parameter_groups(params.encoder_lr, params.head_lr, params.weight_decay)
+    optimizer = torch.optim.AdamW(groups, fused=device.type == "cuda")
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(params.warmup * total), total)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    accelerator.register_for_checkpointing(scheduler)
+    unwrapped = accelerator.unwrap_model(model)
+
+    model_dir = Path(model_dir) if model_dir is not None else None
+    if checkpoint_dir is None and model_dir is not None:
+        checkpoint_dir = model_dir / "checkpoints"
+    checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    state = LoopState()
+    found = checkpoints(checkpoint_dir) if resume and checkpoint_dir is not None else []
+    if found:
+        accelerator.load_state(str(found[-1]))
+        state = LoopState(**json.loads((found[-1] / "loop_state.json").read_text()))
+        logger.info("resuming from %s (epoch %d, step %d)", found[-1], state.epoch + 1, state.step)
+    elif resume:
+        logger.info("resume: no checkpoint in %s, starting afresh", checkpoint_dir)
+    if checkpoint_dir is not None and params.checkpoint_every and accelerator.is_main_process:
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+
+    def save_best():
+        if model_dir is not None and accelerator.is_main_process:
+            save_checkpoint(unwrapped, tokenizer, params, model_dir, data.options.as_dict(), lexicon)
+        accelerator.wait_for_everyone()
+
+    crf = params.head == "bilstm_crf"
+    weight = params.capitalization.weight if params.capitalization else 0.0
+    pending: list[tuple[dict, torch.Tensor]] = []
+
+    def flush():
+        """Read the pending steps' losses back from the device (summed over processes) into the log."""
+        if not pending:
+            return
+        values = torch.stack([v for _, v in pending])
+        if world > 1:
+            values = accelerator.reduce(values, "sum")
+        if world > 1:
+            values[:, 2] /= world  # every process holds the same norm
+        for (meta, _), v in zip(pending, values.tolist()):
+            meta["loss"] = round(v[0], 5)
+            if weight:
+                meta["case_loss"] = round(v[1], 5)
+            meta["grad_norm"] = round(v[2], 5)
+            state.history["steps"].append(meta)
+        pending.clear()
+
+    log = logger.info if accelerator.is_main_process else logger.debug
+    log(
+        "training on %s x %d: %d train rows, about %d steps per epoch, %d steps in all",
+        device,
+        world,
+        len(index),
+        math.ceil(per_epoch / accumulate),
+        total,
+    )
+    for epoch in range(state.epoch, params.epochs):
+        if state.stopped:
+            break
+        unwrapped.frozen_encoder = epoch == 0 and params.freeze_encoder_first_epoch
+        windows = plan_windows(index, epoch, params.seed, params.window, params.mixing)
+        dataset = EpochBatches(index, windows, spec, epoch, rank, world)
+        batches = iter(loader(dataset, params.workers, device.type == "cuda", params.seed + epoch))
+        if state.batches_done:  # resumed inside this epoch: the same batches, up to where it stopped
+            for _ in itertools.islice(batches, state.batches_done):
+                pass
+        augmentation = dict(state.history.get("augmentation", {}).get(str(epoch), {}))
+        model.train()
+        bar = tqdm(
+            total=per_epoch,
+            initial=state.batches_done,
+            desc=f"epoch {epoch + 1}/{params.epochs}",
+            disable=not (params.progress and accelerator.is_main_process),
+            file=sys.stderr,
+        )
+        while True:
+            group = list(itertools.islice(batches, accumulate))
+            if not group:
+                break
+            norm = max(sum(b["n_rows"] if crf else b["n_labels"] for b in group), 1)
+            case_norm = max(sum(b["n_case"] for b in group), 1)
+            step_loss = torch.zeros(3, device=device)  # loss, case loss, gradient norm
+            for j, batch in enumerate(group):
+                for key, value in batch["stats"].items():
+                    augmentation[key] = augmentation.get(key, 0) + value
+                inputs = {
+                    k: batch[k].to(device, non_blocking=True)
+                    for k in ("input_ids", "attention_mask", "labels", "case_labels")
+                    if k in batch
+                }
+                sync = j == len(group) - 1
+                with contextlib.nullcontext() if sync else accelerator.no_sync(model):
+                    with _autocast(device, bf16):
+                        out = model(**inputs)
+                    loss = out["loss_sum"] / norm
+                    parts = [loss.detach()]
+                    if weight:
+                        case_loss = out["case_loss_sum"] / case_norm
+                        loss = loss + weight * case_loss
+                        parts = [loss.detach(), case_loss.detach()]
+                    # DDP averages gradients over the processes: scaled back to the sum over all of them
+                    accelerator.backward(loss * world)
+                step_loss[: len(parts)] += torch.stack(parts)
+                state.tokens += batch["tokens"]
+            # the norm before clipping, logged with the loss (no clipping: an infinite bound)
+            norm_before = accelerator.clip_grad_norm_(model.parameters(), params.max_grad_norm or math.inf)
+            step_loss[2] = norm_before
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            state.step += 1
+            state.batches_done += len(group)
+            pending.append(({"step": state.step, "epoch": epoch, "lr": scheduler.get_last_lr()[0]}, step_loss))
+            bar.update(len(group))
+            if state.step % params.log_every == 0:
+                flush()
+                bar.set_postfix(loss=f"{state.history['steps'][-1]['loss']:.3f}")
+            reached = bool(params.max_steps) and state.step >= params.max_steps
+            if checkpoint_dir is not None and params.checkpoint_every and state.step % params.checkpoint_every == 0:
+                flush()
+                state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
+                _save_checkpoint(accelerator, checkpoint_dir, state, params.keep_checkpoints)
+            if on_step is not None:
+                on_step(state.step, state)
+            if reached:
+                state.stopped = True
+                break
+        bar.close()
+        flush()
+        del batches
+        if augmentation:
+            state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
+        record = {"epoch": epoch}
+        dev = evaluate(unwrapped, data.split("dev"), tokenizer.pad_token_id, device, params.eval_batch_size, bf16)
+        if dev["overall"]["overall"]["support"]:
+            f1 = dev["overall"]["overall"]["f1"]
+            record.update(dev_f1=f1, dev_ser=dev["overall"]["ser"])
+            if "case" in dev:
+                record["dev_case_f1"] = dev["case"]["overall"]["f1"]
+            log("epoch %d: dev overall F1 %.4f, SER %.4f", epoch + 1, f1, dev["overall"]["ser"])
+            if f1 > state.best:
+                state.best, state.waited = f1, 0
+                save_best()
+            else:
+                state.waited += 1
+                if state.waited >= params.patience:
+                    log("early stop: no dev improvement in %d epochs", params.patience)
+                    state.stopped = True
+        else:  # no dev set: the last epoch's model is the one kept
+            save_best()
+        state.history["epochs"].append(record)
+        state.epoch, state.batches_done = epoch + 1, 0
+    if checkpoint_dir is not None and accelerator.is_main_process:
+        for old in checkpoints(checkpoint_dir):
+            shutil.rmtree(old)
+        with contextlib.suppress(OSError):
+            checkpoint_dir.rmdir()  # only if empty
+    accelerator.wait_for_everyone()
+    state.history.update(device=str(device), processes=world, tokens=state.tokens, mixed_case_words=len(lexicon))
+    return state.history
+
+
+__all__ = [
+    "SequenceOptions",
+    "TrainParams",
+    "TrainingData",
+    "evaluate",
+    "predict_sequences",
+    "train",
+]
