@@ -185,7 +185,10 @@ def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.nd
             np.ascontiguousarray(records["hash"][::FENCE]), location.join(folder, f"{shard:05d}.fence")
         )
     else:
-        records.tofile(path)  # headerless: np.load's header parse cost 180 us a shard and range
+        try:
+            records.tofile(path)  # headerless: np.load parses a header for every shard and range
+        except OSError as exc:
+            raise writing.write_failed(exc, path) from None
     return len(records)
 
 
