@@ -275,7 +275,10 @@ def params_page() -> tuple[str, list[str]]:
             out.append(f"{doc}\n\n")
         out.append(_table(rows) + "\n" if rows else "This reader takes no options of its own.\n\n")
     section(
-        "alignments", "One entry per reference/ASR pair; one `align-NAME` stage each.", P.AlignmentParams, "alignments.NAME"
+        "alignments",
+        "One entry per reference/ASR pair; one `align-NAME` stage each.",
+        P.AlignmentParams,
+        "alignments.NAME",
     )
     section("confusables", "One `confusables-NAME` stage each.", P.ConfusablesParams, "confusables.NAME")
     section(
