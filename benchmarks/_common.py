@@ -58,6 +58,8 @@ def machine() -> dict:
         "memory_gb": memory_gb,
         "python": platform.python_version(),
         "system": f"{platform.system()} {platform.release()}",
+        # other work on the machine slows a run; the baseline of the same run shares the slowdown
+        "load_average_1min": round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None,
     }
 
 

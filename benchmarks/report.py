@@ -37,6 +37,8 @@ def _machine(machine: dict) -> str:
         parts.append(machine["gpu"])
     if machine.get("python"):
         parts.append(f"Python {machine['python']}")
+    if machine.get("load_average_1min") is not None:
+        parts.append(f"load average {machine['load_average_1min']:g} when it finished")
     return ", ".join(parts)
 
 
