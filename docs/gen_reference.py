@@ -367,7 +367,8 @@ def cli_page() -> tuple[str, list[str]]:
         "# Command-line reference\n\n",
         "`punct-corpora COMMAND` (also `python -m pipeline COMMAND`) is the command for working without "
         "DVC; the `python -m stages.NAME` entry points are what `dvc.yaml` runs. Every command and stage "
-        "takes `-v` (more detail; a traceback on an internal error) and `-q` (errors and warnings only). "
+        "takes `-h`/`--help` (its options, as below), `-v` (more detail; a traceback on an internal error) and "
+        "`-q` (errors and warnings only). "
         "A refusal is one line `error: ...` with exit status 2.\n\n",
         "## punct-corpora\n\n",
     ]

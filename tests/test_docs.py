@@ -109,8 +109,8 @@ def test_walkthrough_runs_on_a_fresh_copy(tmp_path):
         labels = (text_file.parent / "labels.txt").read_text(encoding="utf-8").splitlines()
         assert len(texts) == len(labels) > 0
         assert [len(t.split()) for t in texts] == [len(l.split()) for l in labels]
-    exports = sorted((copy / "data" / "datasets" / "my_dataset" / "export").iterdir())
-    assert [p.name for p in exports] == ["hf", "nemo"]
+    exports = sorted(p.name for p in (copy / "data" / "datasets" / "my_dataset" / "export").iterdir() if p.is_dir())
+    assert exports == ["hf", "nemo"]
 
 
 def test_mkdocs_builds_strict(tmp_path):
@@ -163,6 +163,8 @@ def test_reference_covers_every_params_key_and_option():
     for name, command in commands.items():
         assert f"### punct-corpora {name}" in cli_page, name
         for action in command._actions:
+            if action.__class__.__name__ == "_HelpAction":
+                continue  # every command's --help, said once at the top of the page
             for option in action.option_strings:
                 assert f"`{option}`" in cli_page, f"{name} {option}"
     for stage in gen_reference.STAGES:
