@@ -52,7 +52,7 @@ def readers() -> dict[str, str]:
     return found
 
 
-def get_reader(name: str) -> ModuleType:
+def reader_module(name: str) -> ModuleType:
     try:
         module = readers()[name]
     except KeyError:
@@ -90,7 +90,7 @@ class IngestStep:
     def __call__(self, shard) -> StepResult:
         from pipeline.text.languages import get_language
 
-        module = get_reader(self.reader)
+        module = reader_module(self.reader)
         language = get_language(self.lang, self.user_dict)
         result = module.read(shard, language, self.corpus, self.options)
         if self.spoken and result.table is not None and result.table.num_rows:
@@ -110,7 +110,7 @@ class IngestStep:
 
 def validate_options(reader: str, options: dict | None):
     """The reader's options model from a dict (pydantic errors propagate; the params module words them)."""
-    return get_reader(reader).Options.model_validate(options or {})
+    return reader_module(reader).Options.model_validate(options or {})
 
 
 def plan(
@@ -124,7 +124,7 @@ def plan(
     files: list[Path] = []
     for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
         files += reading.input_files(source, glob, skipped)
-    module = get_reader(reader)
+    module = reader_module(reader)
     if hasattr(module, "shards"):
         shards = module.shards(files, options, lines_per_shard)
     else:

@@ -19,8 +19,7 @@ from corpora import get_reader
 from pipeline.align.alignment import align_document, align_tables
 from pipeline.audit.stats import audit
 from pipeline.datasets.export import export_datasets
-from pipeline.ingest import get_reader as reader_module
-from pipeline.ingest import plan
+from pipeline.ingest import plan, reader_module
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
 from pipeline.schema import concat, segments_table, with_column
 from pipeline.text.case import apply_case
