@@ -104,20 +104,30 @@ def closure(*modules: str) -> tuple[str, ...]:
     return tuple(sorted({str(_module_file(m).relative_to(ROOT)) for m in seen} | files))
 
 
+def _registered(lang: str, part: str) -> list[str]:
+    """The language registry's module of ``part`` for ``lang``, where it is one of this project's
+    (a plugin's modules are an installed package's, not files of this repository)."""
+    from pipeline.text import registry
+
+    entry = registry.lookup(lang)
+    name = getattr(entry, part) if entry is not None else None
+    return [name] if name and _module_file(name) else []
+
+
 def _language_modules(lang: str) -> list[str]:
-    return [f"pipeline.text.languages.{lang}"]
+    return _registered(lang, "language")
 
 
 def _grammar_modules(lang: str) -> list[str]:
     """The verbalizer and the language's grammar, if it has one."""
-    own = f"pipeline.text.verbalize.{lang}"
-    return ["pipeline.text.verbalize", *([own] if _module_file(own) else [])]
+    return ["pipeline.text.verbalize", *_registered(lang, "verbalizer")]
 
 
 def _g2p_modules(lang: str) -> list[str]:
     from pipeline.phonetics.g2p import g2p_module
 
-    return ["pipeline.phonetics.g2p", g2p_module(lang)]
+    g2p_module(lang)  # no converter for the language: the params error, here too
+    return ["pipeline.phonetics.g2p", *_registered(lang, "g2p")]
 
 
 def _under(path: str, folders: list[str]) -> bool:
