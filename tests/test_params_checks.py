@@ -290,3 +290,11 @@ def test_every_params_key_has_a_description():
         if not info.exclude and not (info.description or "").strip()
     ]
     assert not missing, f"params keys without a description: {', '.join(missing)}"
+
+
+def test_the_largest_vocab_size_allowed_is_one_the_tokenizer_trainer_handles():
+    from pipeline.datasets.sequences import train_tokenizer
+
+    tokenizer = train_tokenizer(iter(["the", "cat", "sat", "on", "the", "mat"] * 5), vocab_size=P.MAX_VOCAB_SIZE)
+    assert 10 < len(tokenizer) < 100  # a small corpus gives a small vocabulary, no abort
+    assert P.SequencesParams.model_validate({"vocab_size": P.MAX_VOCAB_SIZE}).vocab_size == P.MAX_VOCAB_SIZE
