@@ -173,12 +173,15 @@ def _word_final_apostrophes(line: str) -> str:
     return "".join(out)
 
 
-def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Array:
+def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None, non_ascii: pa.Array | None = None) -> pa.Array:
     """Apostrophes written otherwise made the ASCII apostrophe (see :data:`APOSTROPHES`), counted as
-    ``apostrophes_made_ascii``: ``i’ve`` and ``i've`` are one word."""
+    ``apostrophes_made_ascii``: ``i’ve`` and ``i've`` are one word.  ``non_ascii``: the lines that
+    are not pure ASCII, when the caller knows them; ``lines`` itself is returned when none changes."""
     if len(lines) == 0:
         return lines
-    candidates = pc.or_(pc.invert(pc.string_is_ascii(lines)), pc.match_substring(lines, "`"))
+    if non_ascii is None:
+        non_ascii = pc.invert(pc.string_is_ascii(lines))
+    candidates = pc.or_(non_ascii, pc.match_substring(lines, "`"))
     if not pc.any(candidates).as_py():
         return lines
     rows = pc.indices_nonzero(candidates)
@@ -209,8 +212,10 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | N
     if len(lines) == 0:
         return lines
     lines = replace_controls(lines, counts)
-    lines = ascii_apostrophes(lines, counts)
     non_ascii = pc.invert(pc.string_is_ascii(lines))
+    apostrophes = ascii_apostrophes(lines, counts, non_ascii)
+    if apostrophes is not lines:  # a line may be ASCII now
+        lines, non_ascii = apostrophes, pc.invert(pc.string_is_ascii(apostrophes))
     if not pc.any(non_ascii).as_py():
         return lines
     subset = lines.filter(non_ascii)
