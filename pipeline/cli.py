@@ -200,11 +200,26 @@ def _confusables(args) -> dict:
 _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
-def _export(args) -> None:
-    from pipeline.datasets.export import export_datasets
+def _export(args) -> dict:
+    from pipeline.datasets.export import export_datasets, export_warnings, split_name_problem
 
-    written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
-    log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
+    if problem := split_name_problem(args.split_name):
+        raise ParamsError(f"--split-name: {problem}")
+    # the card says how the export was made: the command, as the options were given
+    command = ["punct-corpora export --format", args.format, *(["--case-column"] if args.case_column else [])]
+    command += ["--split-name", args.split_name, *map(str, args.inputs), "--out", str(args.out)]
+    report = export_datasets(
+        args.inputs,
+        args.format,
+        args.out,
+        case_column=args.case_column,
+        split_name=args.split_name,
+        card={"command": " ".join(command)},
+    )
+    for warning in export_warnings(report):
+        log.warning("warning: %s", warning)
+    log.info("export %s: %s -> %s", args.format, ", ".join(report["splits"]), args.out)
+    return report
 
 
 def _punctuate(args) -> None:
@@ -372,12 +387,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="write segment datasets in another tool's format",
         description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
-        "datasets folder, one Parquet split per split name.",
+        "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
     )
     export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
+    export.add_argument(
+        "--split-name",
+        default="train",
+        metavar="NAME",
+        help="the split of rows that have none (letters, digits, _; not 'all'; default: train)",
+    )
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
-    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
 
     punct = commands.add_parser(
