@@ -190,3 +190,20 @@ def test_the_card_names_the_sources_and_params_of_a_dataset(root):
     assert [s["corpus"] for s in card["sources"]] == params.datasets["samples_multi"].corpora
     assert all(s["input"] for s in card["sources"])
     assert card["params"]["samples_multi"]["export"]["formats"] == ["nemo", "tsv", "hf"]
+
+
+def test_every_json_file_written_ends_with_a_newline(tmp_path):
+    """The exports' manifests and a saved tokenizer (the tokenizers library writes tokenizer.json
+    without a final newline) end with one, as every JSON file the pipeline writes."""
+    from pipeline.datasets.sequences import train_tokenizer
+    from pipeline.training import model, pretrained
+
+    dataset, table = ingest(tmp_path)
+    for fmt in ("hf", "nemo", "tsv"):
+        export(fmt, dataset, tmp_path / fmt)
+    tokenizer = train_tokenizer((w for row in table["words"].to_pylist() for w in row), vocab_size=200)
+    pretrained.save_tokenizer(tokenizer, tmp_path / "tok")
+    model.save_tokenizer(tokenizer, tmp_path / "tok2")
+    files = sorted(tmp_path.glob("*/**/*.json"))
+    assert {"tokenizer.json", "_punct.json"} <= {p.name for p in files}
+    assert [p for p in files if not p.read_bytes().endswith(b"\n")] == []
