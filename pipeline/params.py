@@ -102,12 +102,24 @@ class AlignmentParams(Section):
     #: language of the number grammars (default: the hypothesis's)
     lang: str | None = None
     policy: Literal["guerreiro", "ueffing", "nearest"] = "guerreiro"
-    pair_by: Literal["id", "order"] = "id"
+    #: how documents are paired: by id, by order, or by the pairs file (pair_by file)
+    pair_by: Literal["id", "order", "file"] = "id"
+    #: with pair_by file: a two-column file (reference id, hypothesis id per line)
+    pairs: str | None = None
     #: fail above this word error rate (the two sides are probably not the same documents)
     max_wer: float = Field(0.5, ge=0)
+    #: align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)
     force: bool = False
     workers: int = Field(1, ge=0)
     engine: EngineOverride | None = None
+
+    @model_validator(mode="after")
+    def _pairs_with_file(self):
+        if self.pair_by == "file" and not self.pairs:
+            raise ValueError("pair_by file needs pairs (a file of reference id, hypothesis id per line)")
+        if self.pairs and self.pair_by != "file":
+            raise ValueError(f"pairs is read with pair_by file only (pair_by is {self.pair_by})")
+        return self
 
 
 class ConfusablesParams(Section):
