@@ -111,7 +111,7 @@ def _align(args) -> dict:
     import tempfile
 
     from pipeline.align.alignment import align_datasets
-    from pipeline.align.inputs import side_dataset
+    from pipeline.align.inputs import SEGMENTS, side_dataset
 
     if args.pairs is not None and args.pair_by is None:
         args.pair_by = "file"  # a pairs file says how to pair
@@ -134,7 +134,8 @@ def _align(args) -> dict:
             args.report,
             policy=entry.policy,
             lang=entry.lang,
-            corpus=args.corpus or Path(args.hyp).stem,
+            # default: the hypothesis file's name, or the hypothesis dataset's own corpus
+            corpus=args.corpus or (Path(args.hyp).stem if sides[1].reader not in (None, *SEGMENTS) else None),
             pair_by=entry.pair_by,
             max_wer=entry.max_wer,
             force=entry.force,
@@ -399,7 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
     )
-    align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    align.add_argument(
+        "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
+    )
     align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")

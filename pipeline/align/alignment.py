@@ -795,7 +795,7 @@ def align_datasets(
     report,
     policy: str = "guerreiro",
     lang: str | None = None,
-    corpus: str = "aligned",
+    corpus: str | None = "aligned",
     pair_by: str = "id",
     max_wer: float = 0.5,
     force: bool = False,
