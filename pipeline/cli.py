@@ -108,8 +108,6 @@ def _audit(args) -> dict:
 
 
 def _align(args) -> dict:
-    import tempfile
-
     from pipeline.align.alignment import align_datasets
     from pipeline.align.inputs import SEGMENTS, side_dataset
 
@@ -124,8 +122,13 @@ def _align(args) -> dict:
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
-    # ingested sides live in a scratch folder of this run only; the alignment itself is the stage's
-    with tempfile.TemporaryDirectory(prefix="punct-align-") as scratch:
+    # the outputs are checked against the user's inputs here: the alignment reads ingested copies.
+    # Sides read by a reader are ingested into a scratch folder beside the output (on its disk),
+    # under a name of its own (a stale staging folder of the output itself is cleaned), removed
+    # at the end; the alignment itself is the stage's
+    writing.check_not_input([args.out, args.report], [args.ref, args.hyp])
+    with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
+        scratch = outputs.scratch(f"{str(args.out).rstrip('/')}-inputs")
         ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
         report = align_datasets(
             ref,
