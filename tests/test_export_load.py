@@ -4,6 +4,7 @@ on a user's own file written as a user would, on a dataset that was never split,
 corpus split three ways."""
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -207,3 +208,34 @@ def test_every_json_file_written_ends_with_a_newline(tmp_path):
     files = sorted(tmp_path.glob("*/**/*.json"))
     assert {"tokenizer.json", "_punct.json"} <= {p.name for p in files}
     assert [p for p in files if not p.read_bytes().endswith(b"\n")] == []
+
+
+def test_the_samples_in_five_languages_export_and_load(root, tmp_path):
+    """The sample corpora (English, Mandarin, Hindi, Malay, Bangla) as one dataset, never split:
+    every format loads and gives back every word and label."""
+    from pipeline.ingest import ingest_table
+    from pipeline.schema import concat
+
+    samples = root / "corpora/samples"
+    sources = [("text", "en/talks.txt", "en"), ("text", "zh/talks.txt", "zh"), ("text", "hi/sentences.txt", "hi")]
+    sources += [("news_json", "ms/berita.json", "ms"), ("text", "bn/news.txt", "bn")]
+    table = concat([ingest_table(reader, [samples / path], lang, Path(path).stem)[0] for reader, path, lang in sources])
+    write_dataset(table, tmp_path / "samples", parts=2)
+    export("hf", tmp_path / "samples", tmp_path / "hf")
+    loaded = hf_load(tmp_path / "hf", tmp_path)
+    feature = loaded["train"].features["labels"].feature
+    assert loaded["train"]["words"] == table["words"].to_pylist()
+    assert [[feature.int2str(i) for i in row] for row in loaded["train"]["labels"]] == table["labels"].to_pylist()
+    report = export("nemo", tmp_path / "samples", tmp_path / "nemo")
+    examples = nemo_read(tmp_path / "nemo/train")
+    assert [e[0] for e in examples] == [[w.lower() for w in row] for row in table["words"].to_pylist() if row]
+    marks = [[RENDERED_MARK[x] or "O" for x in row] for row in table["labels"].to_pylist() if row]
+    assert [e[1] for e in examples] == marks
+    assert sum(report["words"].values()) == sum(len(e[0]) for e in examples)
+    export("tsv", tmp_path / "samples", tmp_path / "tsv")
+    lines = (tmp_path / "tsv/train.tsv").read_text(encoding="utf-8").splitlines()
+    assert [line.split("\t") for line in lines] == [
+        [w, x]
+        for row_w, row_l in zip(table["words"].to_pylist(), table["labels"].to_pylist())
+        for w, x in zip(row_w, row_l)
+    ]
