@@ -108,41 +108,50 @@ def _audit(args) -> dict:
 
 
 def _align(args) -> dict:
-    from pipeline.align.alignment import align_tables
-    from pipeline.ingest import ingest_table
-    from pipeline.text.verbalize import verbalizer_or_none
+    from pipeline.align.alignment import align_datasets
+    from pipeline.align.inputs import SEGMENTS, side_dataset
 
+    if args.pairs is not None and args.pair_by is None:
+        args.pair_by = "file"  # a pairs file says how to pair
+    if (args.pairs is None) != (args.pair_by != "file"):
+        raise ParamsError(
+            "--pair-by file needs --pairs FILE"
+            if args.pairs is None
+            else f"--pairs: goes with --pair-by file, not {args.pair_by}"
+        )
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
-    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
-    for reader, flag in ((args.ref_reader, "--ref-reader"), (args.hyp_reader, "--hyp-reader")):
-        if problem := P.reader_problem(reader):
-            raise P.ParamsError(f"{flag}: {problem}")
-    ref, _ = ingest_table(args.ref_reader, [args.ref], entry.lang, Path(args.ref).stem)
-    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], entry.lang, Path(args.hyp).stem)
-    out, report = align_tables(
-        ref,
-        hyp,
-        policy=entry.policy,
-        verbalizer=verbalizer_or_none(entry.lang),
-        max_wer=entry.max_wer,
-        force=entry.force,
-        corpus=args.corpus,
-        pair_by=entry.pair_by,
-        workers=entry.workers,
-    )
-    from pipeline.engine.dataset import finish
-
+    entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
+    sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
+    # the outputs are checked against the user's inputs here: the alignment reads ingested copies.
+    # Sides read by a reader are ingested into a scratch folder beside the output (on its disk),
+    # under a name of its own (a stale staging folder of the output itself is cleaned), removed
+    # at the end; the alignment itself is the stage's
+    writing.check_not_input([args.out, args.report], [args.ref, args.hyp])
     with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
-        folder = outputs.dataset(args.out)
-        writing.write_parquet(out, location.join(folder, "part-00000.parquet"))
-        finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
-        writing.write_json_in_place(report, outputs.file(args.report))
+        scratch = outputs.scratch(f"{str(args.out).rstrip('/')}-inputs")
+        ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
+        report = align_datasets(
+            ref,
+            hyp,
+            args.out,
+            args.report,
+            policy=entry.policy,
+            lang=entry.lang,
+            # default: the hypothesis file's name, or the hypothesis dataset's own corpus
+            corpus=args.corpus or (Path(args.hyp).stem if sides[1].reader not in (None, *SEGMENTS) else None),
+            pair_by=entry.pair_by,
+            max_wer=entry.max_wer,
+            force=entry.force,
+            engine=P.EngineParams(workers=entry.workers),
+            pairs_file=entry.pairs,
+        )
     for warning in report["warnings"]:
         log.warning("warning: %s", warning)
     marks = report["marks"]
     log.info(
-        "align: WER %.3f; %d of %d marks transferred (%d moved, dropped %s) -> %s",
+        "align: WER %.3f; %d documents; %d of %d marks transferred (%d moved, dropped %s) -> %s",
         report["wer"]["wer"],
+        report["documents"],
         marks["transferred"],
         marks["reference"],
         marks["moved"],
@@ -152,16 +161,26 @@ def _align(args) -> dict:
     return report
 
 
+def _align_side(args, side: str):
+    """One side of ``align`` from its flags: the reader, ``--doc-boundary`` where that reader takes
+    it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
+    from pipeline.align.inputs import SEGMENTS, Side
+
+    reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
+    options = {}
+    for item in getattr(args, f"{side}_option") or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"{flag}-option {item!r}: expected KEY=VALUE")
+        options[key] = yaml.safe_load(value)
+    takes = reader not in (None, *SEGMENTS) and not P.reader_problem(reader)
+    if args.doc_boundary is not None and takes and "doc_boundary" in P.corpus_model(reader).model_fields:
+        options.setdefault("doc_boundary", args.doc_boundary)
+    return Side(getattr(args, side), reader, options, flag)
+
+
 #: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "max_wer", "force", "workers")
-
-
-class _Part:
-    def __init__(self, table):
-        import pyarrow.compute as pc
-
-        self.rows = table.num_rows
-        self.words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0) if table.num_rows else 0
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
 
 
 def _confusables(args) -> dict:
@@ -200,11 +219,26 @@ def _confusables(args) -> dict:
 _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
-def _export(args) -> None:
-    from pipeline.datasets.export import export_datasets
+def _export(args) -> dict:
+    from pipeline.datasets.export import export_datasets, export_warnings, split_name_problem
 
-    written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
-    log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
+    if problem := split_name_problem(args.split_name):
+        raise ParamsError(f"--split-name: {problem}")
+    # the card says how the export was made: the command, as the options were given
+    command = ["punct-corpora export --format", args.format, *(["--case-column"] if args.case_column else [])]
+    command += ["--split-name", args.split_name, *map(str, args.inputs), "--out", str(args.out)]
+    report = export_datasets(
+        args.inputs,
+        args.format,
+        args.out,
+        case_column=args.case_column,
+        split_name=args.split_name,
+        card={"command": " ".join(command)},
+    )
+    for warning in export_warnings(report):
+        log.warning("warning: %s", warning)
+    log.info("export %s: %s -> %s", args.format, ", ".join(report["splits"]), args.out)
+    return report
 
 
 def _punctuate(args) -> None:
@@ -331,19 +365,47 @@ def build_parser() -> argparse.ArgumentParser:
         "align",
         help="transfer reference punctuation onto ASR hypotheses",
         description="Align reference and hypothesis words per document by edit distance and move each "
-        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  For corpora bigger than "
-        "memory, ingest both and run the align stage (sharded).",
+        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  Each side is a file read "
+        "by a reader (ingested first) or a segment dataset; documents pair by id, by order or by a pairs "
+        "file, and every document left unpaired is reported.  The same sharded code as the align stage.",
     )
-    align.add_argument("--ref", required=True, help="reference (punctuated) file")
-    align.add_argument("--ref-reader", required=True, help="reader of the reference file")
-    align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
-    align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
+    align.add_argument("--ref", required=True, help="reference (punctuated) file(s), or a segment dataset")
+    align.add_argument(
+        "--ref-reader", help="reader of the reference (default: none, --ref is a segment dataset: .parquet or folder)"
+    )
+    align.add_argument(
+        "--ref-option", action="append", metavar="KEY=VALUE", help="a reader option of the reference (YAML value)"
+    )
+    align.add_argument(
+        "--hyp", required=True, help="hypothesis (ASR) file, or a segment dataset; its labels are ignored"
+    )
+    align.add_argument("--hyp-reader", help="reader of the hypothesis (default: none, --hyp is a segment dataset)")
+    align.add_argument(
+        "--hyp-option", action="append", metavar="KEY=VALUE", help="a reader option of the hypothesis (YAML value)"
+    )
+    align.add_argument(
+        "--doc-boundary",
+        choices=["file", "blank_line", "line"],
+        help="for each side whose reader takes it (text, transcript): what separates documents",
+    )
     align.add_argument("--lang", required=True)
     align.add_argument("--policy", choices=P.POLICIES, help="default: guerreiro")
-    align.add_argument("--pair-by", choices=["id", "order"], help="how documents are paired (default: id)")
+    align.add_argument(
+        "--pair-by",
+        choices=["id", "order", "file"],
+        help="how documents are paired: same id (default), position, or the --pairs file",
+    )
+    align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
     align.add_argument("--max-wer", type=float, help="fail above this WER (default 0.5)")
-    align.add_argument("--force", action="store_true", default=None, help="align even above --max-wer")
-    align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    align.add_argument(
+        "--force",
+        action="store_true",
+        default=None,
+        help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+    )
+    align.add_argument(
+        "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
+    )
     align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
@@ -372,12 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="write segment datasets in another tool's format",
         description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
-        "datasets folder, one Parquet split per split name.",
+        "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
     )
     export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
+    export.add_argument(
+        "--split-name",
+        default="train",
+        metavar="NAME",
+        help="the split of rows that have none (letters, digits, _; not 'all'; default: train)",
+    )
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
-    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
 
     punct = commands.add_parser(

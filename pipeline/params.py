@@ -129,13 +129,26 @@ class AlignmentParams(Section):
     policy: Literal["guerreiro", "ueffing", "nearest"] = _field(
         "guerreiro", "where a mark goes when its word was deleted or substituted"
     )
-    pair_by: Literal["id", "order"] = _field("id", "documents paired by document id, or in order")
+    pair_by: Literal["id", "order", "file"] = _field(
+        "id", "documents paired by document id, in order, or by the pairs file (pair_by file)"
+    )
+    pairs: str | None = _field(None, "with pair_by file: a two-column file (reference id, hypothesis id per line)")
     max_wer: float = _field(
         0.5, "fail above this word error rate (the two sides are probably not the same documents)", ge=0
     )
-    force: bool = _field(False, "write the alignment even above max_wer")
+    force: bool = _field(
+        False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
+    )
     workers: int = _field(1, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
     engine: EngineOverride | None = _field(None, "engine keys for this alignment")
+
+    @model_validator(mode="after")
+    def _pairs_with_file(self):
+        if self.pair_by == "file" and not self.pairs:
+            raise ValueError("pair_by file needs pairs (a file of reference id, hypothesis id per line)")
+        if self.pairs and self.pair_by != "file":
+            raise ValueError(f"pairs is read with pair_by file only (pair_by is {self.pair_by})")
+        return self
 
 
 class ConfusablesParams(Section):

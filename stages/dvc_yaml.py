@@ -233,7 +233,11 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
             command("stages.align", name, "--params", p, "--ref", ref, "--hyp", hyp)
             + " "
             + command(None, "--out", layout.segments(name), "--report", f"{data}/alignment/{name}.json"),
-            _deps([ref, hyp], closure(*modules), [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else []),
+            _deps(
+                [ref, hyp, *([entry.pairs] if entry.pairs else [])],
+                closure(*modules),
+                [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [],
+            ),
             [layout.segments(name), nocache(f"{data}/alignment/{name}.json")],
             [f"alignments.{name}"],
         )
