@@ -80,8 +80,9 @@ def export_graph(model, path: Path) -> list[str]:
     return outputs
 
 
-def quantize_int8(source: Path, target: Path) -> dict:
-    """``source`` with int8 weights at ``target``; what was quantized (recorded in punctuation.json)."""
+def quantize_int8(source: Path, target: Path, **overrides) -> dict:
+    """``source`` with int8 weights at ``target``; what was quantized (recorded in punctuation.json).
+    ``overrides`` change the settings (the benchmark compares them)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -96,6 +97,7 @@ def quantize_int8(source: Path, target: Path) -> dict:
         "reduce_range": False,
         "excluded_nodes": heads,
     }
+    settings.update(overrides)
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)  # the quantizer logs every tensor it skips, and advice, at the root logger
     try:
