@@ -92,7 +92,8 @@ class WordPieces:
         """From a transformers fast tokenizer (a copy of its backend: its padding stays as it was)."""
         from tokenizers import Tokenizer
 
-        backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        fast = getattr(tokenizer, "backend_tokenizer", None)
+        backend = Tokenizer.from_str(fast.to_str()) if fast is not None else _SlowBackend(tokenizer)
         t = tokenizer
         return cls(backend, t.cls_token_id, t.sep_token_id, t.mask_token_id, t.unk_token_id, t.pad_token_id)
 
@@ -133,6 +134,25 @@ class WordPieces:
             for word, encoding in zip(missing, self.backend.encode_batch(missing, add_special_tokens=False)):
                 self.cache[word] = encoding.ids or unk
         return [self.cache[w] for w in words]
+
+
+class _SlowBackend:
+    """A Python tokenizer (no tokenizer.json) behind the few calls WordPieces makes of a backend."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def no_padding(self) -> None:
+        pass
+
+    def no_truncation(self) -> None:
+        pass
+
+    def encode_batch(self, words: list[str], add_special_tokens: bool = False):
+        from types import SimpleNamespace
+
+        ids = self.tokenizer(words, add_special_tokens=add_special_tokens)["input_ids"]
+        return [SimpleNamespace(ids=row) for row in ids]
 
 
 class OnnxRunner:
