@@ -181,3 +181,11 @@ def test_a_second_export_replaces_the_first(exported, tmp_path):
         meta = json.loads((out / "punctuation.json").read_text())
         assert (meta["onnx"]["quantization"] is not None) == int8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again"]
+
+
+def test_export_model_has_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export-model", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: punct-corpora export-model" in out and "--int8" in out
