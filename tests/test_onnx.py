@@ -94,7 +94,10 @@ def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
 
     folder = exported / "linear-int8"
     settings = json.loads((folder / "punctuation.json").read_text())["onnx"]["quantization"]
-    assert settings["weight_type"] == "int8" and settings["excluded_nodes"]
+    assert settings["weight_type"] == "int8" and settings["op_types"] == ["MatMul"]
+    excluded = settings["excluded_nodes"]
+    assert any("classifier" in n for n in excluded) and any("layer.1/output/dense" in n for n in excluded)
+    assert not any("attention" in n for n in excluded)
     graph = onnx.load(str(folder / "model.onnx")).graph
     ops = {n.op_type for n in graph.node}
     assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops
