@@ -270,8 +270,15 @@ class Punctuator:
         if "onnx" in meta:
             if device not in ("cpu", "auto"):
                 raise ParamsError(f"--device {device}: an exported ONNX model runs on the CPU here")
+            missing = [k for k in ("labels", "params", "sequence") if k not in meta]
+            if missing or not isinstance(meta["onnx"], dict) or "file" not in meta["onnx"]:
+                what = f"no {', '.join(missing)}" if missing else "its onnx entry names no file"
+                raise InputError(f"{meta_path}: not an exported model's description ({what})")
             lexicon = folder / "mixed_case.json"
-            meta["mixed_case"] = json.loads(lexicon.read_text(encoding="utf-8")) if lexicon.is_file() else {}
+            try:
+                meta["mixed_case"] = json.loads(lexicon.read_text(encoding="utf-8")) if lexicon.is_file() else {}
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{lexicon}: not readable JSON ({exc})") from None
             runner = OnnxRunner(folder / meta["onnx"]["file"], threads)
         else:
             runner, meta = cls._torch_runner(folder, device)

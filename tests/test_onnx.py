@@ -172,6 +172,10 @@ def test_refusals_are_one_line_and_foreign_folders_are_kept(exported, tmp_path):
     (broken / "model.onnx").write_bytes(b"not a graph")
     rc, err = run("punctuate", "--model", broken, "--format", "jsonl")
     assert rc == 2 and len(err) == 1 and "model.onnx: cannot load the ONNX model" in err[0]
+    meta = json.loads((broken / "punctuation.json").read_text())
+    (broken / "punctuation.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "labels"}))
+    rc, err = run("punctuate", "--model", broken)
+    assert rc == 2 and len(err) == 1 and "punctuation.json: not an exported model's description (no labels)" in err[0]
     rc, err = run("punctuate", "--model", exported / "linear-onnx", "--device", "cuda")
     assert rc == 2 and len(err) == 1 and "runs on the CPU" in err[0]
 
