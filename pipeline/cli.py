@@ -242,52 +242,45 @@ def _export(args) -> dict:
 
 
 def _punctuate(args) -> None:
+    import json
     import time
 
-    from pipeline.text.labelling import label_lines, render
-    from pipeline.text.languages import get_language
-    from pipeline.training.inference import predict_words, restore_case
-    from pipeline.training.loop import device_of
-    from pipeline.training.model import load_checkpoint
+    from pipeline.punctuator import Punctuator
 
-    if args.batch_size < 1:
-        raise ParamsError(f"--batch-size must be at least 1, not {args.batch_size}")
-    device = device_of(args.device)
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ParamsError(f"--device {args.device}: no CUDA device is available")
-    model, tokenizer, meta = load_checkpoint(args.model, device)
-    params, sequence = meta.get("params", {}), meta.get("sequence", {})
-    language = get_language(args.lang or params.get("lang", "en"))
+    # an exported folder runs through onnxruntime: nothing here may import torch or transformers
+    punctuator = Punctuator.load(
+        args.model,
+        device=args.device,
+        lang=args.lang,
+        window=args.window,
+        overlap=args.overlap,
+        batch_size=args.batch_size,
+        batch_tokens=args.batch_tokens,
+    )
     texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
     started, total = time.perf_counter(), 0
-    for text in texts:
-        # the same normalization as training; marks already in the text are dropped, not trusted
-        labelled = label_lines(language.normalize_text(text), language)
-        words = [w for line in labelled.words.to_pylist() for w in line]
-        labels, cases = predict_words(
-            model,
-            tokenizer,
-            words,
-            device,
-            window=args.window,
-            overlap=args.overlap,
-            max_len=int(sequence.get("max_len") or params.get("max_len") or 256),
-            batch_size=args.batch_size,
-            slot_filling=bool(sequence.get("slot_filling", False)),
-            bf16=device.startswith("cuda") and params.get("precision", "bf16") == "bf16",
-        )
-        if cases is not None:  # a model with a case head restores capitalization too
-            words = restore_case(words, cases, meta.get("mixed_case"))
-        sys.stdout.write(render(words, labels) + "\n")
-        total += len(words)
+    # the same normalization as training; marks already in the text are dropped, not trusted
+    predictions = punctuator.predict_many([punctuator.words_of(text) for text in texts])
+    for k, prediction in enumerate(predictions):
+        if args.format == "jsonl":
+            source = args.inputs[k] if args.inputs else "-"
+            record = {"input": str(source), "text": prediction.text, "words": prediction.records()}
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(prediction.text + "\n")
+        total += len(prediction.words)
     seconds = time.perf_counter() - started
     print(
-        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) on {device}",
+        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) "
+        f"on {punctuator.device}",
         file=sys.stderr,
     )
+
+
+def _export_model(args) -> None:
+    from pipeline.training.onnx import export_model
+
+    export_model(args.model, args.out, args.format, int8=args.int8)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -455,14 +448,39 @@ def build_parser() -> argparse.ArgumentParser:
         "its case, for a model with a capitalization head) with overlapping windows batched together, write "
         "punctuated text.",
     )
-    punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    punct.add_argument(
+        "--model", required=True, help="checkpoint folder written by the train stage, or one by export-model"
+    )
     punct.add_argument("--lang", help="language of the text (default: the model's)")
     punct.add_argument("--window", type=int, default=200, help="words per window")
     punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
     punct.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
-    punct.add_argument("--batch-size", type=int, default=32, help="windows predicted together")
+    punct.add_argument("--batch-size", type=int, default=32, help="at most this many windows predicted together")
+    punct.add_argument(
+        "--batch-tokens", type=int, default=8192, help="at most this many (padded) tokens predicted together"
+    )
+    punct.add_argument(
+        "--format",
+        choices=["text", "jsonl"],
+        default="text",
+        help="text: one punctuated line per input; jsonl: per input its text and, per word, the label, its "
+        "confidence and the probability of every label (and the case label)",
+    )
     punct.add_argument("inputs", nargs="*", metavar="FILE")
     punct.set_defaults(func=_punctuate)
+
+    exported = commands.add_parser(
+        "export-model",
+        help="export a trained model for ONNX Runtime",
+        description="Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
+        "axes, optionally with int8 weights (ONNX Runtime dynamic quantization); the tokenizer and the labels "
+        "travel with it.  punctuate --model OUT then runs it without torch.",
+    )
+    exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    exported.add_argument("--format", required=True, choices=["onnx"])
+    exported.add_argument("--int8", action="store_true", help="int8 weights (dynamic quantization)")
+    exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    exported.set_defaults(func=_export_model)
     return parser
 
 
