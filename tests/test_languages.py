@@ -270,6 +270,7 @@ def test_mandarin_block_normalization_equals_line_by_line(shared):
     ]
 
 
+@pytest.mark.real_corpora
 def test_mandarin_segmentation_agrees_with_python_jieba(shared):
     """jieba-rs (the pipeline's segmenter) against the Python jieba package on the real IWSLT and
     FLORES zh text: the same words on every line but those where jieba-rs keeps a Latin or digit
