@@ -1,27 +1,39 @@
-import os
 from pathlib import Path
 
 import pytest
+from support import corpora
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "corpora"
 
 
-def _require_corpora() -> Path:
-    if SHARED.is_dir():
-        return SHARED
-    reason = f"real corpora not found at {SHARED} (they ship beside the repo as ../shared/corpora)"
-    if os.environ.get("PUNCT_REQUIRE_CORPORA"):
-        pytest.fail(reason + "; PUNCT_REQUIRE_CORPORA is set, so they are mandatory")
-    pytest.skip(reason)
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "real_corpora: needs the whole real corpora (../shared/corpora): skipped on the fixtures, "
+        "a failure where PUNCT_REQUIRE_CORPORA is set",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures, which may read the real files
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("real_corpora") is not None:
+        corpora.require_real()
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    """``../shared/corpora``: skipped when absent, a failure in CI (PUNCT_REQUIRE_CORPORA=1)."""
-    return _require_corpora()
+    """The corpus root: ``../shared/corpora`` where present, else the committed fixtures (same layout)."""
+    return corpora.corpus_root()
 
 
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def iwslt_dev(shared):
+    """The first 600 segments of IWSLT dev2012, read once: each training test takes its first rows."""
+    from support.training import iwslt
+
+    return iwslt(shared, 600)

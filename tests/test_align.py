@@ -175,6 +175,7 @@ def test_workers_give_identical_output(shared):
     assert report_one["documents"] == 4
 
 
+@pytest.mark.real_corpora
 def test_iwslt_test2011_onto_asr(shared):
     """test2011 (reference) onto the words of test2011asr, compared with test2011asr's own labels."""
     ref = get_reader("tsv")([shared / "iwslt_en/test2011.tsv"], lang="en", corpus="ref").table

@@ -37,12 +37,14 @@ def paper_tables(shared):
     ]
 
 
+@pytest.mark.real_corpora
 def test_table_1_reproduced_exactly(paper_tables):
     markdown = table1_markdown(audit(paper_tables))
     for name, (_, row, _, _) in TABLE_1.items():
         assert f"| {name} {row}" in markdown
 
 
+@pytest.mark.real_corpora
 def test_table_2_std_and_the_constant_in_the_means(paper_tables):
     result = audit(paper_tables)
     offsets = []

@@ -107,6 +107,7 @@ def test_a_split_that_keeps_a_space_is_caught():
     assert labelled.labels.to_pylist() == [["COMMA", "O", "PERIOD"]]
 
 
+@pytest.mark.real_corpora
 def test_no_word_holds_whitespace_in_real_bangla(shared):
     """Every word of the Bangla labelled sets and news is one token (indic-nlp writes "—" as " - "
     inside a TSV word; a line's final space once stuck to its last word)."""

@@ -7,6 +7,7 @@ import os
 import pytest
 import yaml
 from conftest import ROOT
+from support.corpora import require_real_content
 
 from corpora import get_reader
 from corpora.news_json import load_sources
@@ -56,6 +57,7 @@ def test_hand_checked_lines_cover_every_language():
 @pytest.mark.parametrize("row", HAND_CHECKED, ids=lambda r: f"{r[0]}:{r[2]}")
 def test_hand_checked_line(row, shared):
     lang, source, key, expected = row[:4]
+    require_real_content(source)
     path = shared / source
     if source.endswith(".xml"):
         talk, seg = key.split(":")
@@ -118,6 +120,7 @@ def test_malay_news_keeps_malaysian_outlets_only(real):
     assert real["malay_news"].dropped["source_not_allowed"] == sum(v[0] for o, v in seen.items() if o not in keep)
 
 
+@pytest.mark.real_corpora
 def test_bangla_news_no_english_article_no_repeats(real):
     prepared = real["bangla_news_2025"]
     table = prepared.table
@@ -267,6 +270,7 @@ def test_mandarin_block_normalization_equals_line_by_line(shared):
     ]
 
 
+@pytest.mark.real_corpora
 def test_mandarin_segmentation_agrees_with_python_jieba(shared):
     """jieba-rs (the pipeline's segmenter) against the Python jieba package on the real IWSLT and
     FLORES zh text: the same words on every line but those where jieba-rs keeps a Latin or digit

@@ -28,6 +28,7 @@ def ingested(shared):
     }
 
 
+@pytest.mark.real_corpora
 @pytest.mark.parametrize("name", list(TABLE_1))
 def test_label_table_reproduced_exactly(ingested, name):
     _, words, period, comma, question, other = TABLE_1[name]

@@ -12,6 +12,7 @@ from stages import oversample as oversample_stage
 from stages import sequences as sequences_stage
 from stages import split as split_stage
 
+pytestmark = pytest.mark.real_corpora  # exact sizes of the real corpora (327 articles, 295,800 words)
 PARAMS = ROOT / "real/params.yaml"
 RECIPES = yaml.safe_load(PARAMS.read_text())["datasets"]
 

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from test_training_helpers import NO_DROPOUT, TINY, as_documents, dataset, iwslt, tokenizer_of, with_split
+from support.training import NO_DROPOUT, TINY, as_documents, dataset, tokenizer_of, with_split
 
 from pipeline.datasets.sequences import build_sequences
 from pipeline.errors import InputError
@@ -54,8 +54,8 @@ def test_case_metrics_by_hand():
 
 
 @pytest.fixture(scope="module")
-def sample(shared, tmp_path_factory):
-    table = as_documents(iwslt(shared, 360), 40)
+def sample(iwslt_dev, tmp_path_factory):
+    table = as_documents(iwslt_dev.slice(0, 360), 40)
     splits = ["train"] * 300 + ["dev"] * 60
     table = with_split(table, splits)
     tokenizer = tokenizer_of(table)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from test_training_helpers import as_documents, dataset, iwslt, tokenizer_of, with_split
+from support.training import as_documents, dataset, tokenizer_of, with_split
 
 from pipeline.datasets.augment import augmented, load_confusables
 from pipeline.datasets.sequences import IGNORE
@@ -27,8 +27,8 @@ from pipeline.training.data import (
 
 
 @pytest.fixture(scope="module")
-def sample(shared, tmp_path_factory):
-    table = with_split(as_documents(iwslt(shared, 600), 25), ["train"] * 540 + ["dev"] * 60)
+def sample(iwslt_dev, tmp_path_factory):
+    table = with_split(as_documents(iwslt_dev.slice(0, 600), 25), ["train"] * 540 + ["dev"] * 60)
     tokenizer = tokenizer_of(table)
     # three parts of small row groups: windows over several files and row groups
     return table, tokenizer, dataset(tmp_path_factory.mktemp("data"), table, tokenizer, parts=3)

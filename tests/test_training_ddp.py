@@ -8,12 +8,12 @@ import sys
 import numpy as np
 import pytest
 import torch
-from test_training_helpers import as_documents, dataset, iwslt, tokenizer_of, with_split
+from support.training import as_documents, dataset, tokenizer_of, with_split
 
 SCRIPT = """
 import json, sys
 import torch
-from test_training_helpers import NO_DROPOUT
+from support.training import NO_DROPOUT
 from pipeline.training.model import build_model
 from pipeline.training.loop import train
 from pipeline.training.data import SequenceOptions, TrainingData
@@ -30,8 +30,8 @@ if history["processes"] == 1 or torch.distributed.get_rank() == 0:
 
 
 @pytest.mark.slow
-def test_two_processes_train_like_one_with_the_combined_batch(shared, root, tmp_path):
-    table = with_split(as_documents(iwslt(shared, 360), 30), ["train"] * 300 + ["dev"] * 60)
+def test_two_processes_train_like_one_with_the_combined_batch(iwslt_dev, root, tmp_path):
+    table = with_split(as_documents(iwslt_dev.slice(0, 360), 30), ["train"] * 300 + ["dev"] * 60)
     dataset(tmp_path / "data", table, tokenizer_of(table), parts=2)
     (tmp_path / "run.py").write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'tests'}", "OMP_NUM_THREADS": "1"}

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file
-from test_training_helpers import TINY, as_documents, dataset, iwslt, tokenizer_of, with_split
+from support.training import TINY, as_documents, dataset, tokenizer_of, with_split
 
 from pipeline.training.loop import checkpoints, train
 from pipeline.training.model import build_model
@@ -17,8 +17,8 @@ class Killed(Exception):
 
 
 @pytest.fixture(scope="module")
-def data(shared, tmp_path_factory):
-    table = with_split(as_documents(iwslt(shared, 360), 30), ["train"] * 300 + ["dev"] * 60)
+def data(iwslt_dev, tmp_path_factory):
+    table = with_split(as_documents(iwslt_dev.slice(0, 360), 30), ["train"] * 300 + ["dev"] * 60)
     tokenizer = tokenizer_of(table)
     return dataset(tmp_path_factory.mktemp("data"), table, tokenizer, parts=2)
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
-from test_training_helpers import TINY_CONFIG, cased_ted, tokenizer_of, with_split
+from support.training import TINY_CONFIG, cased_ted, tokenizer_of, with_split
 
 from pipeline import cli
 from pipeline.phonetics.confusables import CONFUSABLES_SCHEMA

@@ -1,4 +1,4 @@
-"""Shared builders of the training tests (no tests here): samples of the real corpora as dataset folders."""
+"""Builders the training tests share: samples of the corpora as dataset folders, tiny model settings."""
 
 from __future__ import annotations
 
