@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_training_helpers import TINY_CONFIG
+from support.training import TINY_CONFIG
 
 from pipeline import cli
 from pipeline.punctuator import Punctuator
