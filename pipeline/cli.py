@@ -1,22 +1,22 @@
-"""``punct-corpora <command>`` (also ``python -m pipeline``): a thin shim over the library.
+"""``punct-corpora <command>`` (also ``python -m pipeline``): parses options and forwards them.
 
-Commands forward to the same functions the DVC stages call; options are checked by the same
-schemas as the params file, so an option a reader does not take is an error, not ignored.
+Each command calls the function of :mod:`pipeline.operations` that its DVC stage calls too; options
+are checked by the same schemas as the params file (an option a reader does not take is an error,
+not ignored) and an option not given takes the schema's default, shown in ``--help``.  Nothing
+heavier than the params schema is imported before a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
 import yaml
 
 from pipeline import params as P
-from pipeline.engine import location, reading, writing
 from pipeline.engine.executor import ENGINES
-from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging
+from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging, shows_default
 from pipeline.errors import ParamsError
 
 log = logging.getLogger("punct-corpora")
@@ -78,181 +78,170 @@ def _reader_options(args):
         raise P.ParamsError(f"{_flag(head)}{dot}{rest}: {problem}") from None
 
 
+def _default(model, key: str):
+    """The params schema's default of ``key`` (what an option not given takes)."""
+    return model.model_fields[key].default
+
+
+def _option(parser, flag: str, model, key: str, **kwargs) -> None:
+    """An option whose value, when not given, is ``model``'s default for ``key`` (shown in --help)."""
+    shows_default(parser.add_argument(flag, dest=key, **kwargs), _default(model, key))
+
+
+def _engine_options(parser, *keys: str) -> None:
+    helps = {
+        "engine": "local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
+        "workers": "worker processes (0: one per core)",
+        "shard_lines": "input lines per shard (line readers)",
+    }
+    for key in keys:
+        kind = {"choices": ENGINES} if key == "engine" else {"type": int}
+        _option(parser, f"--{key.replace('_', '-')}", P.EngineParams, key, help=helps[key], **kind)
+
+
+def _key_values(items, flag: str) -> dict:
+    """``KEY=VALUE`` items as a mapping, each value read as YAML (``0.8`` a number)."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
 def _ingest(args) -> dict:
-    from pipeline.ingest import ingest_corpus
+    from pipeline.operations.ingest import ingest
 
     engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
-    return ingest_corpus(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
+    return ingest(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
 
 
 def _audit(args) -> dict:
     from pipeline.audit.html import table1_markdown
-    from pipeline.audit.reports import write_outputs
-    from pipeline.audit.stats import audit_datasets
-    from pipeline.engine.executor import executor
+    from pipeline.operations.audit import audit
 
     engine = _engine(args, engine="--engine", workers="--workers")
-    with writing.Outputs(inputs=args.inputs) as outputs, executor(engine.engine, engine.workers) as runner:
-        result, histograms = audit_datasets(
-            runner,
-            args.inputs,
-            outputs.scratch(location.join(args.out, "audit.json")),
-            50_000,
-            drift_threshold=args.drift_threshold,
-        )
-    write_outputs(result, histograms, args.out, inputs=args.inputs)
+    result = audit(args.inputs, args.out, engine, drift_threshold=args.drift_threshold)
     if args.markdown:
         print(table1_markdown(result), end="")
-    log.info("audit: %d dataset(s) -> %s", len(result), location.join(args.out, "audit.json"))
     return result
-
-
-def _align(args) -> dict:
-    from pipeline.align.alignment import align_tables
-    from pipeline.ingest import ingest_table
-    from pipeline.text.verbalize import verbalizer_or_none
-
-    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
-    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
-    for reader, flag in ((args.ref_reader, "--ref-reader"), (args.hyp_reader, "--hyp-reader")):
-        if problem := P.reader_problem(reader):
-            raise P.ParamsError(f"{flag}: {problem}")
-    ref, _ = ingest_table(args.ref_reader, [args.ref], entry.lang, Path(args.ref).stem)
-    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], entry.lang, Path(args.hyp).stem)
-    out, report = align_tables(
-        ref,
-        hyp,
-        policy=entry.policy,
-        verbalizer=verbalizer_or_none(entry.lang),
-        max_wer=entry.max_wer,
-        force=entry.force,
-        corpus=args.corpus,
-        pair_by=entry.pair_by,
-        workers=entry.workers,
-    )
-    from pipeline.engine.dataset import finish
-
-    with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
-        folder = outputs.dataset(args.out)
-        writing.write_parquet(out, location.join(folder, "part-00000.parquet"))
-        finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
-        writing.write_json_in_place(report, outputs.file(args.report))
-    for warning in report["warnings"]:
-        log.warning("warning: %s", warning)
-    marks = report["marks"]
-    log.info(
-        "align: WER %.3f; %d of %d marks transferred (%d moved, dropped %s) -> %s",
-        report["wer"]["wer"],
-        marks["transferred"],
-        marks["reference"],
-        marks["moved"],
-        marks["dropped"],
-        args.out,
-    )
-    return report
 
 
 #: align options that are keys of an alignments entry
 _ALIGN_OPTIONS = ("lang", "policy", "pair_by", "max_wer", "force", "workers")
 
 
-class _Part:
-    def __init__(self, table):
-        import pyarrow.compute as pc
+def _align(args) -> dict:
+    from pipeline.operations.align import align_files
 
-        self.rows = table.num_rows
-        self.words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0) if table.num_rows else 0
-
-
-def _confusables(args) -> dict:
-    from pipeline.phonetics.confusables import build_confusables, vocabulary_from_segments
-    from pipeline.phonetics.g2p import get_g2p
-
-    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
-    entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
-    g2p = get_g2p(entry.lang)
-    if entry.keep_stress:
-        if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
-            raise ParamsError(f"--keep-stress means nothing for language {entry.lang!r}")
-        g2p = type(g2p)(True)
-    if args.vocab.endswith(".parquet") or Path(args.vocab).is_dir():
-        words = vocabulary_from_segments(args.vocab, entry.min_count)
-    else:
-        words = [line.strip() for line in reading.read_text(args.vocab).splitlines() if line.strip()]
-    table, report = build_confusables(
-        words,
-        g2p,
-        k=entry.k,
-        workers=entry.workers,
-        progress=lambda stage, done, total: log.info("confusables: radius %s: %d/%d words settled", stage, done, total),
-    )
-    with writing.Outputs(inputs=[args.vocab]) as outputs:
-        writing.write_parquet(table, outputs.file(args.out))
-        if args.report:
-            writing.write_json_in_place(report, outputs.file(args.report))
-    log.info(
-        "confusables: %d words, %d rows, skipped %s -> %s", report["words"], report["rows"], report["skipped"], args.out
-    )
-    return report
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
+    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
+    return align_files(entry, args.ref_reader, args.hyp_reader, args.out, args.report, corpus=args.corpus)
 
 
 #: confusables options that are keys of a confusables entry
 _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
-def _export(args) -> None:
-    from pipeline.datasets.export import export_datasets
+def _confusables(args) -> dict:
+    from pipeline.operations.confusables import confusables
 
-    written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
-    log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
+    entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
+    segments = args.vocab.endswith(".parquet") or Path(args.vocab).is_dir()
+    return confusables(entry, args.vocab, args.out, args.report, segments=segments, keep_stress_key="--keep-stress")
+
+
+#: split options that are keys of a dataset's split section
+_SPLIT_OPTIONS = ("ratios", "counts", "seed", "stratify", "min_sentences", "min_marks", "drop_train_duplicates")
+
+
+def _dataset_name(path: str) -> str:
+    return Path(str(path).rstrip("/")).name.removesuffix(".parquet")
+
+
+def _split(args) -> dict:
+    from pipeline.operations.split import split, split_entry
+
+    given = [f"--{k.replace('_', '-')}" for k in (*_SPLIT_OPTIONS, "fixed") if getattr(args, k) is not None]
+    if args.params is not None:
+        if args.dataset is None:
+            raise ParamsError("--params: name the dataset entry with --dataset")
+        if given or args.inputs:
+            what = given[0] if given else "SEGMENTS"
+            raise ParamsError(f"{what}: not with --params (the params file's datasets.{args.dataset} holds them)")
+        return split_entry(args.params, args.dataset, args.segments_dir, args.out, args.report)
+    if args.dataset is not None:
+        raise ParamsError("--dataset: names an entry of --params; without it, give the segment datasets")
+    if not args.inputs and not args.fixed:
+        raise ParamsError("SEGMENTS: give the segment datasets to split (or --params FILE --dataset NAME)")
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SPLIT_OPTIONS}
+    for key in ("ratios", "counts"):
+        if getattr(args, key) is not None:
+            options[key] = (options[key][0], _key_values(getattr(args, key), options[key][0]))
+    params = _checked(P.SplitParams, options)
+    inputs, fixed = {}, {}
+    for path, split_name in [(p, None) for p in args.inputs] + list(_key_values(args.fixed, "--fixed").items()):
+        name = _dataset_name(path)
+        if name in inputs or name in fixed:
+            raise ParamsError(
+                f"{path}: a second segment dataset named {name!r} (datasets are named by their file name)"
+            )
+        if split_name is None:
+            inputs[name] = path
+        elif split_name not in P.SPLIT_NAMES:
+            raise ParamsError(f"--fixed {path}={split_name}: not a split ({', '.join(P.SPLIT_NAMES)})")
+        else:
+            fixed[name] = (path, split_name)
+    engine = _engine(args, engine="--engine", workers="--workers")
+    return split(inputs, params, args.out, args.report, engine, fixed=fixed, name="split")
+
+
+def _export(args) -> None:
+    from pipeline.operations.export import export
+
+    export(args.inputs, args.format, args.out, case_column=args.case_column)
+
+
+#: train options that are keys of a dataset's sequences section (how its sequences were built)
+_SEQUENCE_OPTIONS = ("max_len", "mode", "stride", "slot_filling")
+
+
+def _train(args) -> dict:
+    from pipeline.engine import location
+    from pipeline.operations.train import train_config
+
+    for value in (args.dataset, args.config, args.out, args.metrics, args.plots_dir, args.checkpoint_dir):
+        if value:
+            location.require_local(value, "training")
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SEQUENCE_OPTIONS}
+    sequences = _checked(P.SequencesParams, options)
+    return train_config(
+        args.config,
+        args.dataset,
+        args.out,
+        sequences,
+        name=args.name,
+        metrics=args.metrics,
+        plots_dir=args.plots_dir,
+        confusables=args.confusables,
+        checkpoint_dir=args.checkpoint_dir,
+        resume=args.resume,
+    )
 
 
 def _punctuate(args) -> None:
-    import time
+    from pipeline.operations.punctuate import punctuate
 
-    from pipeline.text.labelling import label_lines, render
-    from pipeline.text.languages import get_language
-    from pipeline.training.inference import predict_words, restore_case
-    from pipeline.training.loop import device_of
-    from pipeline.training.model import load_checkpoint
-
-    if args.batch_size < 1:
-        raise ParamsError(f"--batch-size must be at least 1, not {args.batch_size}")
-    device = device_of(args.device)
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ParamsError(f"--device {args.device}: no CUDA device is available")
-    model, tokenizer, meta = load_checkpoint(args.model, device)
-    params, sequence = meta.get("params", {}), meta.get("sequence", {})
-    language = get_language(args.lang or params.get("lang", "en"))
-    texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
-    started, total = time.perf_counter(), 0
-    for text in texts:
-        # the same normalization as training; marks already in the text are dropped, not trusted
-        labelled = label_lines(language.normalize_text(text), language)
-        words = [w for line in labelled.words.to_pylist() for w in line]
-        labels, cases = predict_words(
-            model,
-            tokenizer,
-            words,
-            device,
-            window=args.window,
-            overlap=args.overlap,
-            max_len=int(sequence.get("max_len") or params.get("max_len") or 256),
-            batch_size=args.batch_size,
-            slot_filling=bool(sequence.get("slot_filling", False)),
-            bf16=device.startswith("cuda") and params.get("precision", "bf16") == "bf16",
-        )
-        if cases is not None:  # a model with a case head restores capitalization too
-            words = restore_case(words, cases, meta.get("mixed_case"))
-        sys.stdout.write(render(words, labels) + "\n")
-        total += len(words)
-    seconds = time.perf_counter() - started
-    print(
-        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) on {device}",
-        file=sys.stderr,
+    punctuate(
+        args.model,
+        args.inputs,
+        lang=args.lang,
+        window=args.window,
+        overlap=args.overlap,
+        device=args.device,
+        batch_size=args.batch_size,
     )
 
 
@@ -261,8 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline.text.languages import available_languages
 
     parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
+    add_logging_options(parser)  # -v before the command, too
     common = argparse.ArgumentParser(add_help=False)
-    add_logging_options(common)
+    add_logging_options(common, default=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     class _Commands:
@@ -287,7 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["file", "blank_line", "line"],
         help="text readers: what separates documents (default: blank_line for text, file for transcript)",
     )
-    ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
+    ingest.add_argument(
+        "--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields (default: none)"
+    )
     ingest.add_argument(
         "--option",
         action="append",
@@ -300,17 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--user-dict", help="a jieba user dictionary (Mandarin)")
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
-    ingest.add_argument(
-        "--engine",
-        choices=ENGINES,
-        help="local worker processes (default), or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
-    )
-    ingest.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
-    ingest.add_argument("--shard-lines", type=int, help="input lines per shard (line readers; default 100000)")
+    _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
     ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")
     ingest.set_defaults(func=_ingest)
+
+    from pipeline.operations.audit import DRIFT_THRESHOLD
 
     audit = commands.add_parser(
         "audit",
@@ -320,11 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
         "sentence_lengths.csv, audit.html and table1.md.",
     )
     audit.add_argument("inputs", nargs="+", metavar="DATASET", help="segment datasets (folders or .parquet files)")
-    audit.add_argument("--out", required=True, metavar="DIR")
+    audit.add_argument("--out", required=True, metavar="DIR", help="output folder of the audit's files")
     audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
-    audit.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
-    audit.add_argument("--engine", choices=ENGINES, help="default: local")
-    audit.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
+    audit.add_argument(
+        "--drift-threshold", type=float, default=DRIFT_THRESHOLD, help="warn above this many share points"
+    )
+    _engine_options(audit, "engine", "workers")
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
@@ -334,21 +323,23 @@ def build_parser() -> argparse.ArgumentParser:
         "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  For corpora bigger than "
         "memory, ingest both and run the align stage (sharded).",
     )
+    A = P.AlignmentParams
     align.add_argument("--ref", required=True, help="reference (punctuated) file")
     align.add_argument("--ref-reader", required=True, help="reader of the reference file")
     align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
     align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
-    align.add_argument("--lang", required=True)
-    align.add_argument("--policy", choices=P.POLICIES, help="default: guerreiro")
-    align.add_argument("--pair-by", choices=["id", "order"], help="how documents are paired (default: id)")
-    align.add_argument("--max-wer", type=float, help="fail above this WER (default 0.5)")
-    align.add_argument("--force", action="store_true", default=None, help="align even above --max-wer")
+    align.add_argument("--lang", required=True, help="language of the number grammars")
+    _option(align, "--policy", A, "policy", choices=P.POLICIES, help="where a reference mark goes")
+    _option(align, "--pair-by", A, "pair_by", choices=["id", "order"], help="how documents are paired")
+    _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
+    _option(align, "--force", A, "force", action="store_true", default=None, help="align even above --max-wer")
     align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
-    align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
+    _option(align, "--workers", A, "workers", type=int, help="processes aligning documents (0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
 
+    C = P.ConfusablesParams
     conf = commands.add_parser(
         "confusables",
         help="top-k phoneme-edit-distance neighbours of a vocabulary",
@@ -357,15 +348,66 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
-    conf.add_argument("--min-count", type=int, help="with a segment dataset: keep words seen this often (default 1)")
-    conf.add_argument("--k", type=int, help="neighbours per word (default 3)")
-    conf.add_argument(
-        "--keep-stress", action="store_true", default=None, help="keep English stress digits / Mandarin tones"
+    _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
+    _option(conf, "--k", C, "k", type=int, help="neighbours per word")
+    _option(
+        conf,
+        "--keep-stress",
+        C,
+        "keep_stress",
+        action="store_true",
+        default=None,
+        help="keep English stress digits / Mandarin tones",
     )
-    conf.add_argument("--workers", type=int, help="threads for rapidfuzz (default 0: one per core)")
+    _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
+
+    S = P.SplitParams
+    split = commands.add_parser(
+        "split",
+        help="document-level train/dev/test splits of segment datasets",
+        description="Split SEGMENTS (segment datasets, each named by its file name) into train, dev and test by a "
+        "seeded hash of the document id, as the split stage does; the split rule from the options, or from a "
+        "params file's datasets.NAME (--params FILE --dataset NAME).  Writes one dataset and its report.",
+    )
+    split.add_argument("inputs", nargs="*", metavar="SEGMENTS", help="segment datasets to split")
+    split.add_argument("--params", help="take the split rule and the corpora from this params file")
+    split.add_argument("--dataset", help="with --params: the name of the dataset entry")
+    split.add_argument(
+        "--segments-dir", default="data/segments", help="with --params: where the corpora's segment datasets are"
+    )
+    split.add_argument("--ratios", nargs="+", metavar="SPLIT=SHARE", help="shares of documents (train=0.8 ...)")
+    split.add_argument("--counts", nargs="+", metavar="SPLIT=DOCS", help="numbers of documents (dev=100 ...)")
+    _option(split, "--seed", S, "seed", type=int, help="seed of the document hash")
+    _option(
+        split,
+        "--stratify",
+        S,
+        "stratify",
+        action="store_true",
+        default=None,
+        help="split each stratum (the marks a document has) by the ratios",
+    )
+    _option(split, "--min-sentences", S, "min_sentences", type=int, help="keep documents with more sentences")
+    _option(split, "--min-marks", S, "min_marks", type=int, help="keep segments with at least this many marks")
+    _option(
+        split,
+        "--drop-train-duplicates",
+        S,
+        "drop_train_duplicates",
+        action="store_true",
+        default=None,
+        help="remove train segments whose words also occur in dev or test",
+    )
+    split.add_argument(
+        "--fixed", nargs="+", metavar="SEGMENTS=SPLIT", help="segment datasets kept whole in one split (a benchmark's)"
+    )
+    _engine_options(split, "engine", "workers")
+    split.add_argument("--out", required=True, help="output dataset (a folder of parts)")
+    split.add_argument("--report", required=True, help="output report (JSON)")
+    split.set_defaults(func=_split)
 
     export = commands.add_parser(
         "export",
@@ -374,11 +416,44 @@ def build_parser() -> argparse.ArgumentParser:
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
         "datasets folder, one Parquet split per split name.",
     )
-    export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
+    export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"], help="the other tool's format")
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
-    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--out", required=True, metavar="DIR", help="output folder")
     export.set_defaults(func=_export)
+
+    Q = P.SequencesParams
+    train = commands.add_parser(
+        "train",
+        help="train and score a punctuation model on a dataset folder",
+        description="Train the model a YAML file of train keys describes (a train.NAME entry of params.yaml "
+        "written alone) on a dataset folder the dataset stages wrote (sequences.parquet, tokenizer/, "
+        "oversampled.parquet), as the train stage does; save the best model to --out, score it on test and dev, "
+        "write the metrics JSON and the steps and confusion CSVs.  The sequence options must be those the "
+        "dataset's sequences were built with.",
+    )
+    train.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (data/datasets/NAME)")
+    train.add_argument("--config", required=True, metavar="FILE", help="YAML file of train keys")
+    train.add_argument("--out", required=True, metavar="DIR", help="model output folder")
+    train.add_argument("--name", help="name in the CSVs' file names (default: the --out folder's name)")
+    train.add_argument("--metrics", help="metrics JSON (default: OUT/metrics.json)")
+    train.add_argument("--plots-dir", help="folder of the steps and confusion CSVs (default: the metrics' folder)")
+    train.add_argument("--confusables", help="confusables Parquet of augmentation.confusables (3R)")
+    train.add_argument("--checkpoint-dir", help="resumable checkpoints (default: OUT/checkpoints)")
+    train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    _option(train, "--max-len", Q, "max_len", type=int, help="tokens per sequence of the dataset")
+    _option(train, "--mode", Q, "mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut")
+    _option(train, "--stride", Q, "stride", type=int, help="tokens shared by consecutive chunks")
+    _option(
+        train,
+        "--slot-filling",
+        Q,
+        "slot_filling",
+        action="store_true",
+        default=None,
+        help="labels at <mask> positions (Rao 2022)",
+    )
+    train.set_defaults(func=_train)
 
     punct = commands.add_parser(
         "punctuate",
@@ -393,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
     punct.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     punct.add_argument("--batch-size", type=int, default=32, help="windows predicted together")
-    punct.add_argument("inputs", nargs="*", metavar="FILE")
+    punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files (default: stdin)")
     punct.set_defaults(func=_punctuate)
     return parser
 

@@ -3,37 +3,27 @@ format under ``--out`` (``nemo/``, ``tsv/``, ``hf/``), see :mod:`pipeline.datase
 
 from __future__ import annotations
 
-import logging
 import sys
 
-from pipeline import params as P
-from pipeline.datasets.export import export_datasets
-from pipeline.engine import location, writing
-from stages.common import ArgumentParser, add_logging_options, run, setup_logging
-
-log = logging.getLogger("stages.export")
+from stages.common import PARAMS_HELP, ArgumentParser, add_logging_options, run, setup_logging
 
 
-def _main(argv=None) -> int:
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
-    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--params", default="params.yaml", help=PARAMS_HELP)
     parser.add_argument("--in", dest="input", required=True, help="the dataset's segments (oversampled.parquet)")
     parser.add_argument("--out", required=True, help="output folder (one subfolder per format)")
     add_logging_options(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     setup_logging(args)
-    location.require_local(args.out, "export")
-    params = P.load(args.params, [("datasets", args.name)])
-    if args.name not in params.datasets:
-        raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
-    entry = params.datasets[args.name].export
-    with writing.Outputs(inputs=[args.input]) as outputs:
-        folder = outputs.dataset(args.out)
-        for fmt in entry.formats:
-            splits = export_datasets([args.input], fmt, folder / fmt, case_column=entry.case_column)
-            log.info("export %s: %s (%s)", args.name, fmt, ", ".join(splits))
-        writing.write_manifest(folder, {"kind": "exports", "formats": list(entry.formats)})
+    from pipeline.operations.export import export_entry
+
+    export_entry(args.params, args.name, args.input, args.out)
     return 0
 
 
