@@ -301,21 +301,23 @@ def save_checkpoint(
         "sequence": sequence or {},
     }
     with writing.Outputs() as outputs:
-        # the libraries write whole folders: they write into scratch, whose files are then staged one by one
-        # (a folder of the model is not a dataset with a manifest, so its files are the outputs)
+        # the libraries write whole folders: into scratch, whose files are then staged one by one (a
+        # folder of the model is no dataset with a manifest: its files are the outputs).  The scratch is
+        # named after punctuation.json, staged last, whose staging removes a killed run's scratch too.
         scratch = outputs.scratch(out / "punctuation.json")
         save_model(model, str(scratch / "model.safetensors"))
         model.encoder.config.save_pretrained(scratch / "encoder")
         save_tokenizer(tokenizer, scratch / "tokenizer")
-        (scratch / "mixed_case.json").write_text(
-            json.dumps(dict(sorted((mixed_case or {}).items())), indent=0, ensure_ascii=False) + "\n"
-        )
-        (scratch / "punctuation.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-        for name in MODEL_FILES:
+        for name in ("model.safetensors", "encoder", "tokenizer"):
             entry = scratch / name
             for path in sorted(entry.rglob("*")) if entry.is_dir() else [entry]:
                 if path.is_file():
                     os.replace(path, outputs.file(out / path.relative_to(scratch)))
+        lexicon = dict(sorted((mixed_case or {}).items()))
+        writing.write_text_in_place(
+            json.dumps(lexicon, indent=0, ensure_ascii=False) + "\n", outputs.file(out / "mixed_case.json")
+        )
+        writing.write_json_in_place(meta, outputs.file(out / "punctuation.json"))
 
 
 #: the entries of a saved model; ``punctuation.json`` last, so a folder with it is complete
