@@ -44,8 +44,9 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
         return P.validate(model, data, None)
     except P.ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
-        flag = options[key][0] if key in options else key
-        raise P.ParamsError(f"{flag}: {problem}") from None
+        head, dot, rest = key.partition(".")  # a mapping option's key (ratios.train) keeps its path
+        flag = options[head][0] if head in options else head
+        raise P.ParamsError(f"{flag}{dot}{rest}: {problem}") from None
 
 
 def _engine(args, **flags) -> P.EngineParams:
