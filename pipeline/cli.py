@@ -9,7 +9,6 @@ heavier than the params schema is imported before a command runs.
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 import yaml
@@ -18,8 +17,6 @@ from pipeline import params as P
 from pipeline.engine.executor import ENGINES
 from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging, shows_default
 from pipeline.errors import ParamsError
-
-log = logging.getLogger("punct-corpora")
 
 #: corpus-entry keys that have a flag of their own (others: --option KEY=VALUE)
 _FLAGS = {
