@@ -127,15 +127,37 @@ def _audit(args) -> dict:
 
 
 #: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "max_wer", "force", "workers")
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
+
+
+def _align_side(args, side: str):
+    """One side of ``align`` from its flags: the reader (none: a segment dataset), ``--doc-boundary``
+    where that reader takes it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
+    from pipeline.align.inputs import SEGMENTS, Side
+
+    reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
+    options = _key_values(getattr(args, f"{side}_option"), f"{flag}-option")
+    takes = reader not in (None, *SEGMENTS) and not P.reader_problem(reader)
+    if args.doc_boundary is not None and takes and "doc_boundary" in P.corpus_model(reader).model_fields:
+        options.setdefault("doc_boundary", args.doc_boundary)
+    return Side(str(getattr(args, side)), reader, options, flag)
 
 
 def _align(args) -> dict:
-    from pipeline.operations.align import align_files
+    from pipeline.operations.align import align_sides
 
+    if args.pairs is not None and args.pair_by is None:
+        args.pair_by = "file"  # a pairs file says how to pair
+    if (args.pairs is None) != (args.pair_by != "file"):
+        raise ParamsError(
+            "--pair-by file needs --pairs FILE"
+            if args.pairs is None
+            else f"--pairs: goes with --pair-by file, not {args.pair_by}"
+        )
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
-    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
-    return align_files(entry, args.ref_reader, args.hyp_reader, args.out, args.report, corpus=args.corpus)
+    entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
+    sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
+    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus)
 
 
 #: confusables options that are keys of a confusables entry
@@ -152,7 +174,16 @@ def _confusables(args) -> dict:
 
 
 #: split options that are keys of a dataset's split section
-_SPLIT_OPTIONS = ("ratios", "counts", "seed", "stratify", "min_sentences", "min_marks", "drop_train_duplicates")
+_SPLIT_OPTIONS = (
+    "ratios",
+    "counts",
+    "strict",
+    "seed",
+    "stratify",
+    "min_sentences",
+    "min_marks",
+    "drop_train_duplicates",
+)
 
 
 def _dataset_name(path: str) -> str:
@@ -196,10 +227,20 @@ def _split(args) -> dict:
     return split(inputs, params, args.out, args.report, engine, fixed=fixed, name="split")
 
 
-def _export(args) -> None:
+def _export(args) -> dict:
     from pipeline.operations.export import export
 
-    export(args.inputs, args.format, args.out, case_column=args.case_column)
+    # the card says how the export was made: the command, as the options were given
+    command = ["punct-corpora export --format", args.format, *(["--case-column"] if args.case_column else [])]
+    command += ["--split-name", args.split_name, *map(str, args.inputs), "--out", str(args.out)]
+    return export(
+        args.inputs,
+        args.format,
+        args.out,
+        case_column=args.case_column,
+        split_name=args.split_name,
+        card={"command": " ".join(command)},
+    )
 
 
 #: train options that are keys of a dataset's sequences section (how its sequences were built)
@@ -240,7 +281,15 @@ def _punctuate(args) -> None:
         overlap=args.overlap,
         device=args.device,
         batch_size=args.batch_size,
+        batch_tokens=args.batch_tokens,
+        format=args.format,
     )
+
+
+def _export_model(args) -> None:
+    from pipeline.operations.punctuate import export_model
+
+    export_model(args.model, args.out, args.format, int8=args.int8)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -318,20 +367,54 @@ def build_parser() -> argparse.ArgumentParser:
         "align",
         help="transfer reference punctuation onto ASR hypotheses",
         description="Align reference and hypothesis words per document by edit distance and move each "
-        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  For corpora bigger than "
-        "memory, ingest both and run the align stage (sharded).",
+        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  Each side is a file read "
+        "by a reader (ingested first) or a segment dataset; documents pair by id, by order or by a pairs "
+        "file, and every document left unpaired is reported.  The same sharded code as the align stage.",
+    )
+    align.add_argument("--ref", required=True, help="reference (punctuated) file(s), or a segment dataset")
+    align.add_argument(
+        "--ref-reader", help="reader of the reference (default: none, --ref is a segment dataset: .parquet or folder)"
+    )
+    align.add_argument(
+        "--ref-option", action="append", metavar="KEY=VALUE", help="a reader option of the reference (YAML value)"
+    )
+    align.add_argument(
+        "--hyp", required=True, help="hypothesis (ASR) file, or a segment dataset; its labels are ignored"
+    )
+    align.add_argument("--hyp-reader", help="reader of the hypothesis (default: none, --hyp is a segment dataset)")
+    align.add_argument(
+        "--hyp-option", action="append", metavar="KEY=VALUE", help="a reader option of the hypothesis (YAML value)"
+    )
+    align.add_argument(
+        "--doc-boundary",
+        choices=["file", "blank_line", "line"],
+        help="for each side whose reader takes it (text, transcript): what separates documents",
     )
     A = P.AlignmentParams
-    align.add_argument("--ref", required=True, help="reference (punctuated) file")
-    align.add_argument("--ref-reader", required=True, help="reader of the reference file")
-    align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
-    align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
     align.add_argument("--lang", required=True, help="language of the number grammars")
     _option(align, "--policy", A, "policy", choices=P.POLICIES, help="where a reference mark goes")
-    _option(align, "--pair-by", A, "pair_by", choices=["id", "order"], help="how documents are paired")
+    _option(
+        align,
+        "--pair-by",
+        A,
+        "pair_by",
+        choices=["id", "order", "file"],
+        help="how documents are paired: same id, position, or the --pairs file",
+    )
+    align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
     _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
-    _option(align, "--force", A, "force", action="store_true", default=None, help="align even above --max-wer")
-    align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    _option(
+        align,
+        "--force",
+        A,
+        "force",
+        action="store_true",
+        default=None,
+        help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+    )
+    align.add_argument(
+        "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
+    )
     _option(align, "--workers", A, "workers", type=int, help="processes aligning documents (0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
@@ -378,6 +461,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     split.add_argument("--ratios", nargs="+", metavar="SPLIT=SHARE", help="shares of documents (train=0.8 ...)")
     split.add_argument("--counts", nargs="+", metavar="SPLIT=DOCS", help="numbers of documents (dev=100 ...)")
+    _option(
+        split,
+        "--strict",
+        S,
+        "strict",
+        action="store_true",
+        default=None,
+        help="with --counts: refuse counts the corpora cannot fill (else a warning)",
+    )
     _option(split, "--seed", S, "seed", type=int, help="seed of the document hash")
     _option(
         split,
@@ -412,12 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="write segment datasets in another tool's format",
         description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
-        "datasets folder, one Parquet split per split name.",
+        "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
     )
     export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"], help="the other tool's format")
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
+    export.add_argument(
+        "--split-name",
+        default="train",
+        metavar="NAME",
+        help="the split of rows that have none (letters, digits, _; not 'all')",
+    )
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
-    export.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
 
     Q = P.SequencesParams
@@ -460,14 +558,39 @@ def build_parser() -> argparse.ArgumentParser:
         "its case, for a model with a capitalization head) with overlapping windows batched together, write "
         "punctuated text.",
     )
-    punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    punct.add_argument(
+        "--model", required=True, help="checkpoint folder written by the train stage, or one by export-model"
+    )
     punct.add_argument("--lang", help="language of the text (default: the model's)")
     punct.add_argument("--window", type=int, default=200, help="words per window")
     punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
     punct.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
-    punct.add_argument("--batch-size", type=int, default=32, help="windows predicted together")
+    punct.add_argument("--batch-size", type=int, default=32, help="at most this many windows predicted together")
+    punct.add_argument(
+        "--batch-tokens", type=int, default=8192, help="at most this many (padded) tokens predicted together"
+    )
+    punct.add_argument(
+        "--format",
+        choices=["text", "jsonl"],
+        default="text",
+        help="text: one punctuated line per input; jsonl: per input its text and, per word, the label, its "
+        "confidence and the probability of every label (and the case label)",
+    )
     punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files (default: stdin)")
     punct.set_defaults(func=_punctuate)
+
+    exported = commands.add_parser(
+        "export-model",
+        help="export a trained model for ONNX Runtime",
+        description="Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
+        "axes, optionally with int8 weights (ONNX Runtime dynamic quantization); the tokenizer and the labels "
+        "travel with it.  punctuate --model OUT then runs it without torch.",
+    )
+    exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    exported.add_argument("--format", required=True, choices=["onnx"], help="the runtime's format")
+    exported.add_argument("--int8", action="store_true", help="int8 weights (dynamic quantization)")
+    exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    exported.set_defaults(func=_export_model)
     return parser
 
 

@@ -23,7 +23,9 @@ def _main(argv=None) -> int:
     setup_logging(args)
     from pipeline.operations.export import export_entry
 
-    export_entry(args.params, args.name, args.input, args.out)
+    # the dataset card says how the export was made: this command, as it was run
+    command = f"python -m stages.export {' '.join(argv if argv is not None else sys.argv[1:])}"
+    export_entry(args.params, args.name, args.input, args.out, command=command)
     return 0
 
 

@@ -2,6 +2,7 @@
 check, a default or an output cannot differ between them; importing the library changes nothing."""
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -143,15 +144,18 @@ def test_split_command_equals_the_stage(segments, tmp_path):
 
 def test_split_command_refusals(segments, tmp_path, capsys):
     base = ["split", str(segments / "talks.parquet"), "--out", str(tmp_path / "o"), "--report", str(tmp_path / "r")]
-    assert cli.main(base) == 2
-    assert "need split ratios or split counts" in _error_line(capsys)
     assert cli.main([*base, "--ratios", "train=x"]) == 2
     assert "--ratios" in _error_line(capsys)
     assert cli.main([*base, "--counts", "train=3", "--fixed", f"{segments / 'ayat.parquet'}=valid"]) == 2
     assert "not a split (train, dev, test)" in _error_line(capsys)
     assert cli.main([*base, "--ratios", "train=1", "--params", "params.yaml", "--dataset", "x"]) == 2
     assert "not with --params" in _error_line(capsys)
+    assert cli.main([*base, "--strict"]) == 2
+    assert "strict checks split counts" in _error_line(capsys)
     assert not (tmp_path / "o").exists()
+    # neither ratios nor counts: the params schema's default ratios, as `split: {}` in a params file
+    assert cli.main(base) == 0
+    assert json.loads((tmp_path / "r").read_text())
 
 
 def test_importing_the_library_leaves_the_environment_unchanged(root):

@@ -10,11 +10,14 @@ log = logging.getLogger("punct-corpora.audit")
 DRIFT_THRESHOLD = 1.0
 
 
-def audit(inputs, out, engine, *, drift_threshold: float = DRIFT_THRESHOLD, names=(), reports=None) -> dict:
+def audit(
+    inputs, out, engine, *, drift_threshold: float = DRIFT_THRESHOLD, names=(), reports=None, readers=None
+) -> dict:
     """Audit the segment datasets ``inputs`` into the folder ``out`` (audit.json, the CSVs, the page,
     table1.md), sharded by ``engine`` (:class:`pipeline.params.EngineParams`).  ``names``: datasets
     reported even when they have no rows; ``reports``: ``(alignments, datasets)``, the alignment
-    and dataset report files summarized beside the datasets."""
+    and dataset report files summarized beside the datasets; ``readers``: dataset name -> reader,
+    which places the page's notes that concern one source format."""
     from pipeline.audit.reports import with_reports, write_outputs
     from pipeline.audit.stats import audit_datasets, empty_summary
     from pipeline.engine import location, writing
@@ -32,7 +35,7 @@ def audit(inputs, out, engine, *, drift_threshold: float = DRIFT_THRESHOLD, name
         result.setdefault(name, empty_summary())
     if reports is not None:
         result = with_reports(result, *reports)
-    write_outputs(result, histograms, out, inputs=inputs)
+    write_outputs(result, histograms, out, inputs=inputs, readers=readers)
     log.info("audit: %d dataset(s) -> %s", len(result), location.join(out, "audit.json"))
     return result
 
@@ -55,4 +58,5 @@ def audit_registry(params_path, data_dir, out, drift_threshold: float = DRIFT_TH
         drift_threshold=drift_threshold,
         names=names,
         reports=(alignments, datasets),
+        readers={name: entry.get("reader") for name, entry in params.corpora.items()},
     )

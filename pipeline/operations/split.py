@@ -10,13 +10,10 @@ log = logging.getLogger("punct-corpora.split")
 
 def split(inputs: dict[str, str], params, out, report_path, engine, *, fixed=None, name: str = "split") -> dict:
     """Split ``inputs`` (``{corpus: segment dataset}``) by ``params``
-    (:class:`pipeline.params.SplitParams`); ``fixed`` (``{corpus: split}``, datasets of their own)
-    keep one split whole."""
+    (:class:`pipeline.params.SplitParams`: neither ratios nor counts means its default ratios);
+    ``fixed`` (``{corpus: split}``, datasets of their own) keep one split whole."""
     from pipeline.datasets.split import SplitInput, split_dataset
-    from pipeline.errors import ParamsError
 
-    if inputs and params.ratios is None and params.counts is None:
-        raise ParamsError(f"{name}: corpora to split need split ratios or split counts")
     sources = [SplitInput(corpus, str(path)) for corpus, path in inputs.items()]
     sources += [SplitInput(corpus, str(path), split) for corpus, (path, split) in (fixed or {}).items()]
     report = split_dataset(sources, params, out, report_path, engine)
