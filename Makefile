@@ -51,5 +51,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
+# what the pipeline regenerates: the ignored files under its output folders (git clean -X), never a
+# tracked file (the committed metrics, real/reports/audit.json) nor an untracked one of the user's
+OUTPUTS := data reports models real/data real/reports
+
 clean:
-	rm -rf data reports real/data real/reports
+	git clean -fdX -- $(OUTPUTS)

@@ -190,7 +190,8 @@ def punctuate_rate(args, name) -> dict:
     from transformers import AutoTokenizer
 
     from pipeline.training.inference import predict_words
-    from pipeline.training.model import build_model, pretrained_path
+    from pipeline.training.model import build_model
+    from pipeline.training.pretrained import pretrained_path
 
     device = torch.device("cpu" if args.cpu else "cuda")
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))

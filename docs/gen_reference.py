@@ -235,7 +235,7 @@ def _table(rows) -> str:
 
 def params_page() -> tuple[str, list[str]]:
     from pipeline import params as P
-    from pipeline.ingest import get_reader, readers
+    from pipeline.ingest import reader_module, readers
     from pipeline.training.config import TrainParams
 
     missing: list[str] = []
@@ -265,11 +265,11 @@ def params_page() -> tuple[str, list[str]]:
         "corpora.NAME",
     )
     for reader in sorted(readers()):
-        options = get_reader(reader).Options
+        options = reader_module(reader).Options
         rows: list = []
         _model_rows(options, "corpora.NAME", rows, missing)
         out.append(f"### reader `{reader}`\n\n")
-        module_doc = inspect.getdoc(get_reader(reader)) or ""
+        module_doc = inspect.getdoc(reader_module(reader)) or ""
         doc = _markdown(module_doc.split("\n\n")[0])
         if doc:
             out.append(f"{doc}\n\n")

@@ -1,25 +1,22 @@
-"""``punct-corpora <command>`` (also ``python -m pipeline``): a thin shim over the library.
+"""``punct-corpora <command>`` (also ``python -m pipeline``): parses options and forwards them.
 
-Commands forward to the same functions the DVC stages call; options are checked by the same
-schemas as the params file, so an option a reader does not take is an error, not ignored.
+Each command calls the function of :mod:`pipeline.operations` that its DVC stage calls too; options
+are checked by the same schemas as the params file (an option a reader does not take is an error,
+not ignored) and an option not given takes the schema's default, shown in ``--help``.  Nothing
+heavier than the params schema is imported before a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from pathlib import Path
 
 import yaml
 
 from pipeline import params as P
-from pipeline.engine import location, reading, writing
 from pipeline.engine.executor import ENGINES
-from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging
+from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging, shows_default
 from pipeline.errors import ParamsError
-
-log = logging.getLogger("punct-corpora")
 
 #: corpus-entry keys that have a flag of their own (others: --option KEY=VALUE)
 _FLAGS = {
@@ -44,8 +41,9 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
         return P.validate(model, data, None)
     except P.ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
-        flag = options[key][0] if key in options else key
-        raise P.ParamsError(f"{flag}: {problem}") from None
+        head, dot, rest = key.partition(".")  # a mapping option's key (ratios.train) keeps its path
+        flag = options[head][0] if head in options else head
+        raise P.ParamsError(f"{flag}{dot}{rest}: {problem}") from None
 
 
 def _engine(args, **flags) -> P.EngineParams:
@@ -78,38 +76,75 @@ def _reader_options(args):
         raise P.ParamsError(f"{_flag(head)}{dot}{rest}: {problem}") from None
 
 
+def _default(model, key: str):
+    """The params schema's default of ``key`` (what an option not given takes)."""
+    return model.model_fields[key].default
+
+
+def _option(parser, flag: str, model, key: str, **kwargs) -> None:
+    """An option whose value, when not given, is ``model``'s default for ``key`` (shown in --help)."""
+    shows_default(parser.add_argument(flag, dest=key, **kwargs), _default(model, key))
+
+
+def _engine_options(parser, *keys: str) -> None:
+    helps = {
+        "engine": "local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
+        "workers": "worker processes (0: one per core)",
+        "shard_lines": "input lines per shard (line readers)",
+    }
+    for key in keys:
+        kind = {"choices": ENGINES} if key == "engine" else {"type": int}
+        _option(parser, f"--{key.replace('_', '-')}", P.EngineParams, key, help=helps[key], **kind)
+
+
+def _key_values(items, flag: str) -> dict:
+    """``KEY=VALUE`` items as a mapping, each value read as YAML (``0.8`` a number)."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
 def _ingest(args) -> dict:
-    from pipeline.ingest import ingest_corpus
+    from pipeline.operations.ingest import ingest
 
     engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
-    return ingest_corpus(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
+    return ingest(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
 
 
 def _audit(args) -> dict:
     from pipeline.audit.html import table1_markdown
-    from pipeline.audit.reports import write_outputs
-    from pipeline.audit.stats import audit_datasets
-    from pipeline.engine.executor import executor
+    from pipeline.operations.audit import audit
 
     engine = _engine(args, engine="--engine", workers="--workers")
-    with writing.Outputs(inputs=args.inputs) as outputs, executor(engine.engine, engine.workers) as runner:
-        result, histograms = audit_datasets(
-            runner,
-            args.inputs,
-            outputs.scratch(location.join(args.out, "audit.json")),
-            50_000,
-            drift_threshold=args.drift_threshold,
-        )
-    write_outputs(result, histograms, args.out, inputs=args.inputs)
+    result = audit(args.inputs, args.out, engine, drift_threshold=args.drift_threshold)
     if args.markdown:
         print(table1_markdown(result), end="")
-    log.info("audit: %d dataset(s) -> %s", len(result), location.join(args.out, "audit.json"))
     return result
 
 
+#: align options that are keys of an alignments entry
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
+
+
+def _align_side(args, side: str):
+    """One side of ``align`` from its flags: the reader (none: a segment dataset), ``--doc-boundary``
+    where that reader takes it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
+    from pipeline.align.inputs import SEGMENTS, Side
+
+    reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
+    options = _key_values(getattr(args, f"{side}_option"), f"{flag}-option")
+    takes = reader not in (None, *SEGMENTS) and not P.reader_problem(reader)
+    if args.doc_boundary is not None and takes and "doc_boundary" in P.corpus_model(reader).model_fields:
+        options.setdefault("doc_boundary", args.doc_boundary)
+    return Side(str(getattr(args, side)), reader, options, flag)
+
+
 def _align(args) -> dict:
-    from pipeline.align.alignment import align_datasets
-    from pipeline.align.inputs import SEGMENTS, side_dataset
+    from pipeline.operations.align import align_sides
 
     if args.pairs is not None and args.pair_by is None:
         args.pair_by = "file"  # a pairs file says how to pair
@@ -122,112 +157,83 @@ def _align(args) -> dict:
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
-    # the outputs are checked against the user's inputs here: the alignment reads ingested copies.
-    # Sides read by a reader are ingested into a scratch folder beside the output (on its disk),
-    # under a name of its own (a stale staging folder of the output itself is cleaned), removed
-    # at the end; the alignment itself is the stage's
-    writing.check_not_input([args.out, args.report], [args.ref, args.hyp])
-    with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
-        scratch = outputs.scratch(f"{str(args.out).rstrip('/')}-inputs")
-        ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
-        report = align_datasets(
-            ref,
-            hyp,
-            args.out,
-            args.report,
-            policy=entry.policy,
-            lang=entry.lang,
-            # default: the hypothesis file's name, or the hypothesis dataset's own corpus
-            corpus=args.corpus or (Path(args.hyp).stem if sides[1].reader not in (None, *SEGMENTS) else None),
-            pair_by=entry.pair_by,
-            max_wer=entry.max_wer,
-            force=entry.force,
-            engine=P.EngineParams(workers=entry.workers),
-            pairs_file=entry.pairs,
-        )
-    for warning in report["warnings"]:
-        log.warning("warning: %s", warning)
-    marks = report["marks"]
-    log.info(
-        "align: WER %.3f; %d documents; %d of %d marks transferred (%d moved, dropped %s) -> %s",
-        report["wer"]["wer"],
-        report["documents"],
-        marks["transferred"],
-        marks["reference"],
-        marks["moved"],
-        marks["dropped"],
-        args.out,
-    )
-    return report
-
-
-def _align_side(args, side: str):
-    """One side of ``align`` from its flags: the reader, ``--doc-boundary`` where that reader takes
-    it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
-    from pipeline.align.inputs import SEGMENTS, Side
-
-    reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
-    options = {}
-    for item in getattr(args, f"{side}_option") or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParamsError(f"{flag}-option {item!r}: expected KEY=VALUE")
-        options[key] = yaml.safe_load(value)
-    takes = reader not in (None, *SEGMENTS) and not P.reader_problem(reader)
-    if args.doc_boundary is not None and takes and "doc_boundary" in P.corpus_model(reader).model_fields:
-        options.setdefault("doc_boundary", args.doc_boundary)
-    return Side(getattr(args, side), reader, options, flag)
-
-
-#: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
-
-
-def _confusables(args) -> dict:
-    from pipeline.phonetics.confusables import build_confusables, vocabulary_from_segments
-    from pipeline.phonetics.g2p import get_g2p
-
-    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
-    entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
-    g2p = get_g2p(entry.lang)
-    if entry.keep_stress:
-        if not hasattr(g2p, "keep_stress") and not hasattr(g2p, "keep_tones"):
-            raise ParamsError(f"--keep-stress means nothing for language {entry.lang!r}")
-        g2p = type(g2p)(True)
-    if args.vocab.endswith(".parquet") or Path(args.vocab).is_dir():
-        words = vocabulary_from_segments(args.vocab, entry.min_count)
-    else:
-        words = [line.strip() for line in reading.read_text(args.vocab).splitlines() if line.strip()]
-    table, report = build_confusables(
-        words,
-        g2p,
-        k=entry.k,
-        workers=entry.workers,
-        progress=lambda stage, done, total: log.info("confusables: radius %s: %d/%d words settled", stage, done, total),
-    )
-    with writing.Outputs(inputs=[args.vocab]) as outputs:
-        writing.write_parquet(table, outputs.file(args.out))
-        if args.report:
-            writing.write_json_in_place(report, outputs.file(args.report))
-    log.info(
-        "confusables: %d words, %d rows, skipped %s -> %s", report["words"], report["rows"], report["skipped"], args.out
-    )
-    return report
+    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus)
 
 
 #: confusables options that are keys of a confusables entry
 _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
-def _export(args) -> dict:
-    from pipeline.datasets.export import export_datasets, export_warnings, split_name_problem
+def _confusables(args) -> dict:
+    from pipeline.operations.confusables import confusables
 
-    if problem := split_name_problem(args.split_name):
-        raise ParamsError(f"--split-name: {problem}")
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
+    entry = _checked(P.ConfusablesParams, options, word_list=args.vocab)
+    segments = args.vocab.endswith(".parquet") or Path(args.vocab).is_dir()
+    return confusables(entry, args.vocab, args.out, args.report, segments=segments, keep_stress_key="--keep-stress")
+
+
+#: split options that are keys of a dataset's split section
+_SPLIT_OPTIONS = (
+    "ratios",
+    "counts",
+    "strict",
+    "seed",
+    "stratify",
+    "min_sentences",
+    "min_marks",
+    "drop_train_duplicates",
+)
+
+
+def _dataset_name(path: str) -> str:
+    return Path(str(path).rstrip("/")).name.removesuffix(".parquet")
+
+
+def _split(args) -> dict:
+    from pipeline.operations.split import split, split_entry
+
+    given = [f"--{k.replace('_', '-')}" for k in (*_SPLIT_OPTIONS, "fixed") if getattr(args, k) is not None]
+    if args.params is not None:
+        if args.dataset is None:
+            raise ParamsError("--params: name the dataset entry with --dataset")
+        if given or args.inputs:
+            what = given[0] if given else "SEGMENTS"
+            raise ParamsError(f"{what}: not with --params (the params file's datasets.{args.dataset} holds them)")
+        return split_entry(args.params, args.dataset, args.segments_dir, args.out, args.report)
+    if args.dataset is not None:
+        raise ParamsError("--dataset: names an entry of --params; without it, give the segment datasets")
+    if not args.inputs and not args.fixed:
+        raise ParamsError("SEGMENTS: give the segment datasets to split (or --params FILE --dataset NAME)")
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SPLIT_OPTIONS}
+    for key in ("ratios", "counts"):
+        if getattr(args, key) is not None:
+            options[key] = (options[key][0], _key_values(getattr(args, key), options[key][0]))
+    params = _checked(P.SplitParams, options)
+    inputs, fixed = {}, {}
+    for path, split_name in [(p, None) for p in args.inputs] + list(_key_values(args.fixed, "--fixed").items()):
+        name = _dataset_name(path)
+        if name in inputs or name in fixed:
+            raise ParamsError(
+                f"{path}: a second segment dataset named {name!r} (datasets are named by their file name)"
+            )
+        if split_name is None:
+            inputs[name] = path
+        elif split_name not in P.SPLIT_NAMES:
+            raise ParamsError(f"--fixed {path}={split_name}: not a split ({', '.join(P.SPLIT_NAMES)})")
+        else:
+            fixed[name] = (path, split_name)
+    engine = _engine(args, engine="--engine", workers="--workers")
+    return split(inputs, params, args.out, args.report, engine, fixed=fixed, name="split")
+
+
+def _export(args) -> dict:
+    from pipeline.operations.export import export
+
     # the card says how the export was made: the command, as the options were given
     command = ["punct-corpora export --format", args.format, *(["--case-column"] if args.case_column else [])]
     command += ["--split-name", args.split_name, *map(str, args.inputs), "--out", str(args.out)]
-    report = export_datasets(
+    return export(
         args.inputs,
         args.format,
         args.out,
@@ -235,50 +241,53 @@ def _export(args) -> dict:
         split_name=args.split_name,
         card={"command": " ".join(command)},
     )
-    for warning in export_warnings(report):
-        log.warning("warning: %s", warning)
-    log.info("export %s: %s -> %s", args.format, ", ".join(report["splits"]), args.out)
-    return report
+
+
+#: train options that are keys of a dataset's sequences section (how its sequences were built)
+_SEQUENCE_OPTIONS = ("max_len", "mode", "stride", "slot_filling")
+
+
+def _train(args) -> dict:
+    from pipeline.engine import location
+    from pipeline.operations.train import train_config
+
+    for value in (args.dataset, args.config, args.out, args.metrics, args.plots_dir, args.checkpoint_dir):
+        if value:
+            location.require_local(value, "training")
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SEQUENCE_OPTIONS}
+    sequences = _checked(P.SequencesParams, options)
+    return train_config(
+        args.config,
+        args.dataset,
+        args.out,
+        sequences,
+        name=args.name,
+        metrics=args.metrics,
+        plots_dir=args.plots_dir,
+        confusables=args.confusables,
+        checkpoint_dir=args.checkpoint_dir,
+        resume=args.resume,
+    )
 
 
 def _punctuate(args) -> None:
-    import json
-    import time
+    from pipeline.operations.punctuate import punctuate
 
-    from pipeline.punctuator import Punctuator
-
-    # an exported folder runs through onnxruntime: nothing here may import torch or transformers
-    punctuator = Punctuator.load(
+    punctuate(
         args.model,
-        device=args.device,
+        args.inputs,
         lang=args.lang,
         window=args.window,
         overlap=args.overlap,
+        device=args.device,
         batch_size=args.batch_size,
         batch_tokens=args.batch_tokens,
-    )
-    texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
-    started, total = time.perf_counter(), 0
-    # the same normalization as training; marks already in the text are dropped, not trusted
-    predictions = punctuator.predict_many([punctuator.words_of(text) for text in texts])
-    for k, prediction in enumerate(predictions):
-        if args.format == "jsonl":
-            source = args.inputs[k] if args.inputs else "-"
-            record = {"input": str(source), "text": prediction.text, "words": prediction.records()}
-            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-        else:
-            sys.stdout.write(prediction.text + "\n")
-        total += len(prediction.words)
-    seconds = time.perf_counter() - started
-    print(
-        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) "
-        f"on {punctuator.device}",
-        file=sys.stderr,
+        format=args.format,
     )
 
 
 def _export_model(args) -> None:
-    from pipeline.training.onnx import export_model
+    from pipeline.operations.punctuate import export_model
 
     export_model(args.model, args.out, args.format, int8=args.int8)
 
@@ -288,8 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pipeline.text.languages import available_languages
 
     parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
+    add_logging_options(parser)  # -v before the command, too
     common = argparse.ArgumentParser(add_help=False)
-    add_logging_options(common)
+    add_logging_options(common, default=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     class _Commands:
@@ -314,7 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["file", "blank_line", "line"],
         help="text readers: what separates documents (default: blank_line for text, file for transcript)",
     )
-    ingest.add_argument("--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields")
+    ingest.add_argument(
+        "--quoting", choices=["none", "csv"], help="text reader: lines written as CSV fields (default: none)"
+    )
     ingest.add_argument(
         "--option",
         action="append",
@@ -327,17 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument("--user-dict", help="a jieba user dictionary (Mandarin)")
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
-    ingest.add_argument(
-        "--engine",
-        choices=ENGINES,
-        help="local worker processes (default), or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
-    )
-    ingest.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
-    ingest.add_argument("--shard-lines", type=int, help="input lines per shard (line readers; default 100000)")
+    _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
     ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")
     ingest.set_defaults(func=_ingest)
+
+    from pipeline.operations.audit import DRIFT_THRESHOLD
 
     audit = commands.add_parser(
         "audit",
@@ -347,11 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
         "sentence_lengths.csv, audit.html and table1.md.",
     )
     audit.add_argument("inputs", nargs="+", metavar="DATASET", help="segment datasets (folders or .parquet files)")
-    audit.add_argument("--out", required=True, metavar="DIR")
+    audit.add_argument("--out", required=True, metavar="DIR", help="output folder of the audit's files")
     audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
-    audit.add_argument("--drift-threshold", type=float, default=1.0, help="warn above this many share points")
-    audit.add_argument("--engine", choices=ENGINES, help="default: local")
-    audit.add_argument("--workers", type=int, help="worker processes (default 0: one per core)")
+    audit.add_argument(
+        "--drift-threshold", type=float, default=DRIFT_THRESHOLD, help="warn above this many share points"
+    )
+    _engine_options(audit, "engine", "workers")
     audit.set_defaults(func=_audit)
 
     align = commands.add_parser(
@@ -381,17 +390,24 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["file", "blank_line", "line"],
         help="for each side whose reader takes it (text, transcript): what separates documents",
     )
-    align.add_argument("--lang", required=True)
-    align.add_argument("--policy", choices=P.POLICIES, help="default: guerreiro")
-    align.add_argument(
+    A = P.AlignmentParams
+    align.add_argument("--lang", required=True, help="language of the number grammars")
+    _option(align, "--policy", A, "policy", choices=P.POLICIES, help="where a reference mark goes")
+    _option(
+        align,
         "--pair-by",
+        A,
+        "pair_by",
         choices=["id", "order", "file"],
-        help="how documents are paired: same id (default), position, or the --pairs file",
+        help="how documents are paired: same id, position, or the --pairs file",
     )
     align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
-    align.add_argument("--max-wer", type=float, help="fail above this WER (default 0.5)")
-    align.add_argument(
+    _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
+    _option(
+        align,
         "--force",
+        A,
+        "force",
         action="store_true",
         default=None,
         help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
@@ -399,11 +415,12 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
     )
-    align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
+    _option(align, "--workers", A, "workers", type=int, help="processes aligning documents (0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
 
+    C = P.ConfusablesParams
     conf = commands.add_parser(
         "confusables",
         help="top-k phoneme-edit-distance neighbours of a vocabulary",
@@ -412,15 +429,75 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
-    conf.add_argument("--min-count", type=int, help="with a segment dataset: keep words seen this often (default 1)")
-    conf.add_argument("--k", type=int, help="neighbours per word (default 3)")
-    conf.add_argument(
-        "--keep-stress", action="store_true", default=None, help="keep English stress digits / Mandarin tones"
+    _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
+    _option(conf, "--k", C, "k", type=int, help="neighbours per word")
+    _option(
+        conf,
+        "--keep-stress",
+        C,
+        "keep_stress",
+        action="store_true",
+        default=None,
+        help="keep English stress digits / Mandarin tones",
     )
-    conf.add_argument("--workers", type=int, help="threads for rapidfuzz (default 0: one per core)")
+    _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
+
+    S = P.SplitParams
+    split = commands.add_parser(
+        "split",
+        help="document-level train/dev/test splits of segment datasets",
+        description="Split SEGMENTS (segment datasets, each named by its file name) into train, dev and test by a "
+        "seeded hash of the document id, as the split stage does; the split rule from the options, or from a "
+        "params file's datasets.NAME (--params FILE --dataset NAME).  Writes one dataset and its report.",
+    )
+    split.add_argument("inputs", nargs="*", metavar="SEGMENTS", help="segment datasets to split")
+    split.add_argument("--params", help="take the split rule and the corpora from this params file")
+    split.add_argument("--dataset", help="with --params: the name of the dataset entry")
+    split.add_argument(
+        "--segments-dir", default="data/segments", help="with --params: where the corpora's segment datasets are"
+    )
+    split.add_argument("--ratios", nargs="+", metavar="SPLIT=SHARE", help="shares of documents (train=0.8 ...)")
+    split.add_argument("--counts", nargs="+", metavar="SPLIT=DOCS", help="numbers of documents (dev=100 ...)")
+    _option(
+        split,
+        "--strict",
+        S,
+        "strict",
+        action="store_true",
+        default=None,
+        help="with --counts: refuse counts the corpora cannot fill (else a warning)",
+    )
+    _option(split, "--seed", S, "seed", type=int, help="seed of the document hash")
+    _option(
+        split,
+        "--stratify",
+        S,
+        "stratify",
+        action="store_true",
+        default=None,
+        help="split each stratum (the marks a document has) by the ratios",
+    )
+    _option(split, "--min-sentences", S, "min_sentences", type=int, help="keep documents with more sentences")
+    _option(split, "--min-marks", S, "min_marks", type=int, help="keep segments with at least this many marks")
+    _option(
+        split,
+        "--drop-train-duplicates",
+        S,
+        "drop_train_duplicates",
+        action="store_true",
+        default=None,
+        help="remove train segments whose words also occur in dev or test",
+    )
+    split.add_argument(
+        "--fixed", nargs="+", metavar="SEGMENTS=SPLIT", help="segment datasets kept whole in one split (a benchmark's)"
+    )
+    _engine_options(split, "engine", "workers")
+    split.add_argument("--out", required=True, help="output dataset (a folder of parts)")
+    split.add_argument("--report", required=True, help="output report (JSON)")
+    split.set_defaults(func=_split)
 
     export = commands.add_parser(
         "export",
@@ -429,17 +506,50 @@ def build_parser() -> argparse.ArgumentParser:
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
         "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
     )
-    export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
+    export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"], help="the other tool's format")
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
     export.add_argument(
         "--split-name",
         default="train",
         metavar="NAME",
-        help="the split of rows that have none (letters, digits, _; not 'all'; default: train)",
+        help="the split of rows that have none (letters, digits, _; not 'all')",
     )
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
     export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
+
+    Q = P.SequencesParams
+    train = commands.add_parser(
+        "train",
+        help="train and score a punctuation model on a dataset folder",
+        description="Train the model a YAML file of train keys describes (a train.NAME entry of params.yaml "
+        "written alone) on a dataset folder the dataset stages wrote (sequences.parquet, tokenizer/, "
+        "oversampled.parquet), as the train stage does; save the best model to --out, score it on test and dev, "
+        "write the metrics JSON and the steps and confusion CSVs.  The sequence options must be those the "
+        "dataset's sequences were built with.",
+    )
+    train.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (data/datasets/NAME)")
+    train.add_argument("--config", required=True, metavar="FILE", help="YAML file of train keys")
+    train.add_argument("--out", required=True, metavar="DIR", help="model output folder")
+    train.add_argument("--name", help="name in the CSVs' file names (default: the --out folder's name)")
+    train.add_argument("--metrics", help="metrics JSON (default: OUT/metrics.json)")
+    train.add_argument("--plots-dir", help="folder of the steps and confusion CSVs (default: the metrics' folder)")
+    train.add_argument("--confusables", help="confusables Parquet of augmentation.confusables (3R)")
+    train.add_argument("--checkpoint-dir", help="resumable checkpoints (default: OUT/checkpoints)")
+    train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    _option(train, "--max-len", Q, "max_len", type=int, help="tokens per sequence of the dataset")
+    _option(train, "--mode", Q, "mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut")
+    _option(train, "--stride", Q, "stride", type=int, help="tokens shared by consecutive chunks")
+    _option(
+        train,
+        "--slot-filling",
+        Q,
+        "slot_filling",
+        action="store_true",
+        default=None,
+        help="labels at <mask> positions (Rao 2022)",
+    )
+    train.set_defaults(func=_train)
 
     punct = commands.add_parser(
         "punctuate",
@@ -466,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="text: one punctuated line per input; jsonl: per input its text and, per word, the label, its "
         "confidence and the probability of every label (and the case label)",
     )
-    punct.add_argument("inputs", nargs="*", metavar="FILE")
+    punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files (default: stdin)")
     punct.set_defaults(func=_punctuate)
 
     exported = commands.add_parser(
@@ -477,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
         "travel with it.  punctuate --model OUT then runs it without torch.",
     )
     exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
-    exported.add_argument("--format", required=True, choices=["onnx"])
+    exported.add_argument("--format", required=True, choices=["onnx"], help="the runtime's format")
     exported.add_argument("--int8", action="store_true", help="int8 weights (dynamic quantization)")
     exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
     exported.set_defaults(func=_export_model)

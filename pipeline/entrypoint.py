@@ -9,15 +9,12 @@ problem, exit 2, and a SIGTERM ends it through the same path (its staging remove
 from __future__ import annotations
 
 import argparse
-import atexit
-import json
 import logging
 import os
 import sys
 import traceback
 from collections.abc import Callable
 
-from pipeline.engine.writing import Terminated, exit_cleanly_on_signals
 from pipeline.errors import UsageError
 
 
@@ -26,18 +23,65 @@ def print_error(message: str) -> None:
     print(f"error: {' '.join(str(message).splitlines())}", file=sys.stderr)
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that shows each option's default: ``(default: X)`` appended from the action's
+    ``shown_default`` (an option whose value, when not given, comes from the params schema keeps
+    ``None`` as its argparse default and names the schema's value there) or its argparse default."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        default = getattr(action, "shown_default", action.default)
+        if default is None or default is argparse.SUPPRESS or default is False or "(default" in text:
+            return text
+        if isinstance(action, argparse._CountAction | argparse._HelpAction | argparse._VersionAction):
+            return text
+        if action.nargs in (argparse.ZERO_OR_MORE, argparse.ONE_OR_MORE) and not default:
+            return text
+        shown = ", ".join(map(str, default)) if isinstance(default, list | tuple) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
+class RawDescriptionHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """:class:`HelpFormatter` that keeps the description's line breaks (a usage example)."""
+
+
+def shows_default(action: argparse.Action, value) -> argparse.Action:
+    """``action`` with ``value`` (the params schema's default) shown in its help."""
+    action.shown_default = value
+    return action
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with its errors in the same one line as every other refusal (not usage + message);
-    the command line and every stage build their parsers from it (subparsers inherit it)."""
+    """argparse with its errors in the same one line as every other refusal (not usage + message),
+    and every option's default in its help; the command line and every stage build their parsers
+    from it (subparsers inherit it)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         print_error(message)
         sys.exit(2)
 
 
-def add_logging_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more progress detail")
-    parser.add_argument("-q", "--quiet", action="store_true", help="errors and warnings only")
+def add_logging_options(parser: argparse.ArgumentParser, default=0) -> None:
+    """``-v`` (more detail, and the traceback of an internal error) and ``-q``.  ``default``:
+    argparse.SUPPRESS for a subcommand's copy, so that ``-v`` before the subcommand holds."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default,
+        help="more progress detail, and the traceback of an internal error",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default == 0 else default,
+        help="errors and warnings only",
+    )
 
 
 def setup_logging(args) -> None:
@@ -53,32 +97,23 @@ def setup_logging(args) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _record_imports() -> None:
-    """With PUNCT_RECORD_IMPORTS=FILE, list the project files this process imported (the DVC deps test)."""
-    target = os.environ.get("PUNCT_RECORD_IMPORTS")
-    if not target:
-        return
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project's root
-
-    def dump():
-        files = sorted(
-            os.path.relpath(m.__file__, root)
-            for m in list(sys.modules.values())
-            # an absolute path only: torch.classes is a module object whose __file__ is "_classes.py"
-            if isinstance(getattr(m, "__file__", None), str)
-            and os.path.isabs(m.__file__)
-            and m.__file__.startswith(root + os.sep)
-        )
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"argv": sys.argv, "files": files}) + "\n")
-
-    atexit.register(dump)
+def prepare_process() -> None:
+    """The environment a run of this tool wants, set by the entry point (never by importing the
+    library): Arrow allocations from jemalloc on Linux unless $ARROW_DEFAULT_MEMORY_POOL says
+    otherwise, because Arrow's default there, mimalloc, keeps what a finished shard freed, so a
+    worker's resident memory crept up with the number of shards it ran.  Arrow reads the variable
+    when pyarrow is imported: the entry points import it only after this (forked and Dask
+    LocalCluster workers inherit it)."""
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 
 def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> int:
     """``main(argv)`` with the error policy of every entry point."""
+    prepare_process()
+    from pipeline.engine.writing import Terminated, exit_cleanly_on_signals
+
     exit_cleanly_on_signals()
-    _record_imports()
     try:
         return main(argv) or 0
     except UsageError as exc:

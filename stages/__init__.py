@@ -1,1 +1,2 @@
-"""Thin DVC entry points: parse arguments, read params, call the library, write outputs."""
+"""Thin DVC entry points: parse arguments and call the command's function in ``pipeline.operations``
+(the one the command line calls too)."""

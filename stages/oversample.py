@@ -4,45 +4,30 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
-from pipeline.datasets.oversample import oversample_dataset
-from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
-
-log = logging.getLogger("stages.oversample")
+from stages.common import PARAMS_HELP, ArgumentParser, add_logging_options, run, setup_logging
 
 
-def _main(argv=None) -> int:
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
-    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--params", default="params.yaml", help=PARAMS_HELP)
     parser.add_argument("--in", dest="input", required=True, help="the split dataset")
     parser.add_argument("--out", required=True, help="output dataset (a folder of parts)")
     parser.add_argument("--augmented", required=True, help="output: augmentation copies of train")
     parser.add_argument("--report", required=True, help="output report (JSON)")
     parser.add_argument("--confusables", help="3r: the confusables Parquet of oversample.augment.confusables")
     add_logging_options(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     setup_logging(args)
-    params, entry = dataset_entry(args)
-    report = oversample_dataset(
-        args.input,
-        entry.oversample,
-        entry.split.seed,
-        args.out,
-        args.augmented,
-        args.report,
-        args.confusables,
-        params.engine_for(entry.engine),
-    )
-    if "oversampling" in report:
-        log.info(
-            "oversample %s: QUESTION %.4f -> %.4f",
-            args.name,
-            report["oversampling"]["before"],
-            report["oversampling"]["after"],
-        )
+    from pipeline.operations.oversample import oversample_entry
+
+    oversample_entry(args.params, args.name, args.input, args.out, args.augmented, args.report, args.confusables)
     return 0
 
 

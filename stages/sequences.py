@@ -4,38 +4,30 @@ Streams over shards."""
 
 from __future__ import annotations
 
-import logging
 import sys
 
-from pipeline.datasets.sequences import sequences_dataset
-from stages.common import ArgumentParser, add_logging_options, dataset_entry, run, setup_logging
-
-log = logging.getLogger("stages.sequences")
+from stages.common import PARAMS_HELP, ArgumentParser, add_logging_options, run, setup_logging
 
 
-def _main(argv=None) -> int:
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("name", help="name of the dataset in the params file")
-    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--params", default="params.yaml", help=PARAMS_HELP)
     parser.add_argument("--in", dest="input", required=True, help="the dataset's segments")
     parser.add_argument("--out", required=True, help="output sequences (a folder of parts)")
     parser.add_argument("--tokenizer", required=True, help="output: the tokenizer folder")
     parser.add_argument("--report", required=True, help="output report (JSON)")
     parser.add_argument("--reports", nargs="*", default=[], help="earlier steps' reports, merged into --report")
     add_logging_options(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     setup_logging(args)
-    params, entry = dataset_entry(args)
-    engine = params.engine_for(entry.engine, entry.sequences.engine)
-    report = sequences_dataset(
-        args.input, entry.sequences, args.out, args.tokenizer, args.report, args.name, args.reports, engine
-    )
-    splits = report["distribution"].get(args.name, {}).get("splits", {})
-    log.info(
-        "dataset %s: %s",
-        args.name,
-        ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
-    )
+    from pipeline.operations.sequences import sequences_entry
+
+    sequences_entry(args.params, args.name, args.input, args.out, args.tokenizer, args.report, args.reports)
     return 0
 
 

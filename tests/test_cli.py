@@ -1,3 +1,5 @@
+import argparse
+import importlib
 import json
 import subprocess
 import sys
@@ -6,7 +8,8 @@ import pytest
 
 from pipeline.cli import build_parser, main
 
-COMMANDS = ["ingest", "audit", "align", "confusables", "export", "punctuate"]
+COMMANDS = ["ingest", "audit", "align", "confusables", "split", "export", "train", "punctuate"]
+STAGES = ["ingest", "align", "audit", "confusables", "split", "oversample", "sequences", "export", "train"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -79,3 +82,88 @@ def test_bad_input_is_one_line_error_not_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert f"{bad}:2: unknown label 'WHAT'" in proc.stderr
     assert not (tmp_path / "x.parquet").exists()
+
+
+def _subparsers(parser):
+    """``parser`` and every subcommand's parser beneath it, with their names."""
+    yield parser.prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _subparsers(sub)
+
+
+def _parsers():
+    yield from _subparsers(build_parser())
+    for stage in STAGES:
+        yield f"stages.{stage}", importlib.import_module(f"stages.{stage}").build_parser()
+
+
+def test_every_option_has_help():
+    """Every option and argument of every command and stage says what it is for (the reference and
+    --help are written from these)."""
+    missing = [
+        f"{prog}: {action.option_strings or action.dest}"
+        for prog, parser in _parsers()
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("confusables", ["--k K", "(default: 3)", "(default: 1)"]),
+        ("align", ["(default: 0.5)", "(default: guerreiro)", "(default: id)"]),
+        ("punctuate", ["(default: 200)", "(default: 50)", "(default: auto)"]),
+        ("split", ["(default: 0)", "(default: local)"]),
+        ("train", ["(default: 256)", "(default: chunk)"]),
+        ("ingest", ["(default: 100000)"]),
+    ],
+)
+def test_help_shows_the_schema_defaults(command, shown, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # the help wraps lines
+    for item in shown:
+        assert item in text, (item, text)
+    assert "(default: None)" not in text
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_anywhere_shows_the_traceback_of_an_internal_error(where, monkeypatch, tmp_path, capsys):
+    import pipeline.operations.export as export
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(export, "export", broken)
+    argv = ["export", "--format", "tsv", str(tmp_path / "in.parquet"), "--out", str(tmp_path / "out")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: a bug" in err and "rerun with -v" in err and "Traceback" not in err
+    assert main(["-v", *argv] if where == "before" else [*argv, "-v"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and 'raise RuntimeError("a bug")' in err
+
+
+def test_make_clean_removes_only_what_the_pipeline_regenerates(root, tmp_path):
+    """Outputs go; tracked files (committed metrics) and a user's own untracked files stay."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("Makefile", ".gitignore"):
+        (repo / name).write_text((root / name).read_text())
+    kept = ["real/reports/audit.json", "reports/audit.json", "notes.txt", "data.md"]
+    gone = ["data/segments/x.parquet/part-00000.parquet", "reports/audit.html", "real/data/a.json", "models/t/m.bin"]
+    for name in kept + gone:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "Makefile", ".gitignore", *kept[:2]], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=repo, check=True)
+    proc = subprocess.run(["make", "clean"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert all((repo / name).exists() for name in kept)
+    assert not any((repo / name).exists() for name in gone)

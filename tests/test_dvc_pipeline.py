@@ -71,7 +71,9 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     repo.mkdir()
     _copy_repo(root, repo)
     records = tmp_path / "imports.jsonl"
-    _dvc(["repro"], repo, PUNCT_RECORD_IMPORTS=str(records))
+    # the recorder lives outside the copy, so that it is not one of the files a stage imported
+    recorder = root / "tests" / "support" / "record_imports"
+    _dvc(["repro"], repo, PUNCT_RECORD_IMPORTS=str(records), PYTHONPATH=str(recorder))
     _check_deps_cover_imports(repo, records)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     audit = json.loads((repo / "reports" / "audit.json").read_text())

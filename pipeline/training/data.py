@@ -28,7 +28,6 @@ training loop normalizes a step's loss over all its micro-batches and processes.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -136,7 +135,7 @@ def write_dataset(
     groups by default, so that tests exercise windows over several row groups and files."""
     import pyarrow.parquet as pq
 
-    from pipeline.training.model import save_tokenizer
+    from pipeline.training.pretrained import save_tokenizer
 
     folder = Path(folder)
     docs = sorted(set(segments["doc_id"].to_pylist()))
@@ -512,8 +511,6 @@ def count_batches(index: RowIndex, spec: BatchSpec, epoch: int, window: int, wor
 def loader(dataset: EpochBatches, workers: int, pin_memory: bool, seed: int) -> torch.utils.data.DataLoader:
     """A DataLoader of ready batches: ``workers`` processes, pinned memory for non-blocking copies, and a
     generator of its own (it must not draw from the global one, which checkpoints restore)."""
-    if workers:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the workers are the parallelism
     return torch.utils.data.DataLoader(
         dataset,
         batch_size=None,

