@@ -172,7 +172,7 @@ def ingest(
         [Path(user_dict)] if user_dict else []
     )
     with writing.Outputs(inputs=inputs_read) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="segments")
         stats_path = outputs.file(stats) if stats else None
         with executor(engine, workers, scheduler) as runner:
             log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)

@@ -547,8 +547,8 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     engine = engine or EngineParams()
     earlier = list(earlier_reports)
     with writing.Outputs(inputs=[source, *earlier]) as outputs:
-        folder = outputs.dataset(out)
-        tokenizer_folder = outputs.dataset(tokenizer_out)
+        folder = outputs.dataset(out, kind="sequences")
+        tokenizer_folder = outputs.dataset(tokenizer_out, kind="tokenizer")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
