@@ -353,13 +353,12 @@ def _recover(final: Path) -> None:
                 f"{final}: an interrupted run left a journal that cannot be read ({path}): "
                 "check the outputs and remove it yourself"
             ) from None
-        if journal.get("state") != "done":
-            for target, staging, old in entries:
-                if not _lexists(staging):
-                    continue  # put in place before the kill
-                if _lexists(target) and not _lexists(old):
-                    os.replace(target, old)
-                os.replace(staging, target)
+        for target, staging, old in entries:
+            if not _lexists(staging):
+                continue  # put in place before the kill
+            if _lexists(target) and not _lexists(old):
+                os.replace(target, old)
+            os.replace(staging, target)
         for _, _, old in entries:
             _remove(old)
         for copy in copies:
@@ -419,7 +418,8 @@ class Outputs:
         check_not_input([final], self.inputs)
         _check_not_output(final, self.finals)
         self.finals.append(final)
-        _replaceable(final, dataset, kind)  # before any folder or lock is made
+        if is_url(final) or not _journals(_resolved(final)):  # a killed promotion's journal is replayed first
+            _replaceable(final, dataset, kind)  # before any folder or lock is made
         self._make_parent(final)
         if is_url(final):
             _remove_stale(final)  # no lock on an object store: a second run at once is not refused
@@ -524,7 +524,6 @@ class Outputs:
         entries = [(final, staging, final.parent / f".{final.name}{_OLD}{pid}") for staging, final in moves]
         copies = [final.parent / f".{final.name}{_STAGING}{pid}{_JOURNAL}" for _, final, _, _ in self.staged]
         journal = {
-            "state": "promoting",
             "entries": [{"final": str(f), "staging": str(s), "old": str(o)} for f, s, o in entries],
             "journals": [str(c) for c in copies],
         }
@@ -553,9 +552,8 @@ class Outputs:
                 raise OutputError(f"{shown(failed)}: cannot put the output in place ({_os_reason(exc)})") from None
             raise
         self.staged = []
-        # every new output is in place: from here the next run finishes, never rolls back
-        for copy in copies:
-            _write_journal(copy, {**journal, "state": "done"})
+        # every new output is in place: a kill from here leaves a journal whose replay only removes
+        # what is left (no staging remains to put in place)
         for _, _, old in entries:
             _remove(old)
         for copy in copies:
