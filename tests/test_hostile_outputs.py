@@ -289,3 +289,78 @@ def test_a_set_aside_copy_of_an_earlier_version_is_restored_not_deleted(tmp_path
         raise errors.InputError("bad input")
     assert state(tmp_path) == ("old", "old")
     assert not all_left(tmp_path)
+
+
+# ==================================================================== manifests checked on read
+
+
+@pytest.fixture
+def dataset(tmp_path) -> Path:
+    """A segment dataset of three parts, written by ingest."""
+    sources = []
+    for n in range(3):  # a file is a document: three documents, three shards
+        sources.append(tmp_path / f"src{n}.txt")
+        sources[-1].write_text("".join(f"Line {n} {i}, here. Is it?\n" for i in range(3)), encoding="utf-8")
+    out = tmp_path / "ds.parquet"
+    argv = ["ingest", "-q", "--engine", "local", "--workers", "1", "--shard-lines", "3", "--reader", "text",
+            "--lang", "en", "--corpus", "c", *sources, "--out", out]  # fmt: skip
+    rc, err = call("pipeline", argv)
+    assert rc == 0, err
+    assert sorted(p.name for p in out.glob("part-*")) == [f"part-0000{i}.parquet" for i in range(3)]
+    return out
+
+
+def audit_line(tmp_path, *datasets) -> str:
+    return error_line(*call("pipeline", ["audit", "-q", *datasets, "--out", tmp_path / "audit"]))
+
+
+def test_a_dataset_read_whole_passes_the_check(dataset, tmp_path):
+    from pipeline.engine.dataset import checked_parts
+
+    assert [p.name for p in checked_parts(dataset)] == [f"part-0000{i}.parquet" for i in range(3)]
+    assert call("pipeline", ["audit", "-q", dataset, "--out", tmp_path / "audit"])[0] == 0
+
+
+def test_a_deleted_part_is_named(dataset, tmp_path):
+    (dataset / "part-00001.parquet").unlink()
+    line = audit_line(tmp_path, dataset)
+    assert f"{dataset / 'part-00001.parquet'}: missing: the manifest (_punct.json) lists 3 parts" in line
+
+
+def test_an_extra_part_is_named(dataset, tmp_path):
+    (dataset / "part-00003.parquet").write_bytes((dataset / "part-00000.parquet").read_bytes())
+    line = audit_line(tmp_path, dataset)
+    assert f"{dataset / 'part-00003.parquet'}: a part the manifest (_punct.json) does not list" in line
+
+
+def test_a_part_copied_over_another_is_a_count_mismatch(dataset, tmp_path):
+    (dataset / "part-00002.parquet").unlink()
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(dataset / "part-00000.parquet")
+    pq.write_table(pa.concat_tables([table, table]), dataset / "part-00002.parquet")
+    line = audit_line(tmp_path, dataset)
+    assert f"{dataset}: its parts hold" in line and "rows, its manifest (_punct.json) says 9" in line
+
+
+def test_a_part_of_another_schema_is_named(dataset, tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"doc_id": ["x"] * 3, "text": ["a"] * 3}), dataset / "part-00001.parquet")
+    line = audit_line(tmp_path, dataset)
+    assert f"{dataset / 'part-00001.parquet'}: columns differ from part-00000.parquet's" in line
+
+
+@pytest.mark.parametrize("spelling", ["slash", "symlink", "dotdot"])
+def test_the_same_dataset_twice_is_refused(spelling, dataset, tmp_path):
+    other = {
+        "slash": f"{dataset}/",
+        "symlink": tmp_path / "link.parquet",
+        "dotdot": tmp_path / "sub" / ".." / dataset.name,
+    }[spelling]
+    if spelling == "symlink":
+        other.symlink_to(dataset)
+    (tmp_path / "sub").mkdir()
+    line = audit_line(tmp_path, dataset, other)
+    assert f"{other}: the same dataset as {dataset}, given twice" in line
+    assert not (tmp_path / "audit").exists()
