@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
+from pipeline import errors
 from pipeline.engine import location, reading, writing
 from pipeline.engine.dataset import counts_of, finish, run_step
 from pipeline.engine.executor import executor
@@ -92,7 +93,11 @@ class IngestStep:
 
         module = get_reader(self.reader)
         language = get_language(self.lang, self.user_dict)
-        result = module.read(shard, language, self.corpus, self.options)
+        try:
+            result = module.read(shard, language, self.corpus, self.options)
+        except RecursionError:  # nested JSON (or markup) deeper than a parser's recursion
+            where = getattr(shard, "path", None) or getattr(shard, "files", None) or "an input"
+            raise errors.InputError(f"{where}: nested too deeply to read (a record of thousands of levels)") from None
         if self.spoken and result.table is not None and result.table.num_rows:
             from pipeline.text.spoken import speak_table
             from pipeline.text.verbalize import get_verbalizer

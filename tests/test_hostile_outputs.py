@@ -364,3 +364,50 @@ def test_the_same_dataset_twice_is_refused(spelling, dataset, tmp_path):
     line = audit_line(tmp_path, dataset, other)
     assert f"{other}: the same dataset as {dataset}, given twice" in line
     assert not (tmp_path / "audit").exists()
+
+
+# ================================================================== errors that say what and where
+
+
+def test_a_damaged_page_names_the_file(dataset, tmp_path):
+    part = dataset / "part-00001.parquet"
+    data = bytearray(part.read_bytes())
+    for at in range(8, len(data) // 2):  # the pages (the footer, at the end, stays readable)
+        data[at] ^= 0x5A
+    part.write_bytes(bytes(data))
+    line = audit_line(tmp_path, dataset)
+    assert f"{part}: " in line and ".staging-" not in line, line
+
+
+def test_a_table_of_another_schema_is_one_line(tmp_path):
+    import pyarrow.parquet as pq
+
+    foreign = tmp_path / "foreign.parquet"
+    pq.write_table(pa.table({"doc_id": ["a", "b"], "text": ["x", "y"]}), foreign)
+    line = audit_line(tmp_path, foreign)
+    assert line.startswith(f"error: {foreign}: ") and "KeyError" not in line, line
+
+
+def test_a_file_name_that_is_not_utf8_is_named_and_only_it_left_out(tmp_path, caplog):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.txt").write_text("Hello there.\n")
+    bad = os.fsdecode(bytes(folder) + b"/bad\xff.txt")
+    Path(bad).write_text("Not read.\n")
+    out, stats = tmp_path / "o.parquet", tmp_path / "o.json"
+    rc, err = call("pipeline", ["ingest", "--reader", "text", "--lang", "en", "--corpus", "c", folder, "--out", out,
+                                "--stats", stats])  # fmt: skip
+    assert rc == 0, err
+    assert f"{folder}/bad\\xff.txt: file name is not valid UTF-8: not read" in err
+    assert json.loads(stats.read_text())["dropped"]["input_entry_skipped:name_not_utf8"] == 1  # counted
+    line = error_line(*call("pipeline", ingest_argv(bad, tmp_path / "o2.parquet")))
+    assert line == f"error: {folder}/bad\\xff.txt: file name is not valid UTF-8: rename it"
+
+
+def test_deeply_nested_json_is_one_line(tmp_path):
+    news = tmp_path / "news.json"
+    news.write_text("[" * 200_000 + "]" * 200_000)
+    argv = ["ingest", "-q", "--reader", "news_json", "--lang", "bn", "--corpus", "c", news,
+            "--out", tmp_path / "o.parquet"]  # fmt: skip
+    line = error_line(*call("pipeline", argv))
+    assert f"{news}" in line and "nested too deeply" in line, line

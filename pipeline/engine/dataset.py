@@ -171,7 +171,7 @@ def file_cuts(file: str, rows_per_shard: int) -> tuple[list[tuple[int, int]], st
     target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
     cuts: list[tuple[int, int]] = []
     start, row, first, last = 0, 0, None, None
-    for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
+    for batch in reading.batches_of(reader, file, columns=["doc_id"], batch_size=65_536):
         docs = batch.column(0)
         if not len(docs):
             continue
@@ -257,16 +257,22 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
             first_row = row if first_row is None else first_row
         row += n
     schema = reader.schema_arrow
+    reading.require_columns(reader, columns, shard.path)
     if not groups:
         empty = schema.empty_table()
         return empty.select(columns) if columns else empty
-    if not dictionary:
-        table = reader.read_row_groups(groups, columns=columns)
-    else:  # a row group at a time: each has its own dictionaries, which a multi-group read cannot nest
-        try:
-            table = pa.concat_tables([reader.read_row_group(g, columns=columns) for g in groups])
-        except pa.ArrowNotImplementedError:  # a writer fell back to plain pages: read strings, encode here
-            table = as_dictionaries(reading.open_parquet(shard.path).read_row_groups(groups, columns=columns))
+    try:
+        if not dictionary:
+            table = reader.read_row_groups(groups, columns=columns)
+        else:  # a row group at a time: each has its own dictionaries, which a multi-group read cannot nest
+            try:
+                table = pa.concat_tables([reader.read_row_group(g, columns=columns) for g in groups])
+            except pa.ArrowNotImplementedError:  # a writer fell back to plain pages: read strings, encode here
+                table = as_dictionaries(reading.open_parquet(shard.path).read_row_groups(groups, columns=columns))
+    except (OSError, pa.ArrowException) as exc:
+        if isinstance(exc, pa.ArrowNotImplementedError):
+            raise
+        raise reading.unreadable(exc, shard.path) from None
     table = table.slice(shard.start - first_row, shard.stop - shard.start)
     return table.combine_chunks() if dictionary else table
 
