@@ -411,3 +411,12 @@ def test_deeply_nested_json_is_one_line(tmp_path):
             "--out", tmp_path / "o.parquet"]  # fmt: skip
     line = error_line(*call("pipeline", argv))
     assert f"{news}" in line and "nested too deeply" in line, line
+
+
+def test_a_short_write_names_the_output_not_its_staging(tmp_path):
+    target = tmp_path / "audit" / "x.parquet"
+    with pytest.raises(errors.OutputError) as raised, writing.Outputs() as outputs:
+        outputs.file(target)
+        raise OSError("4511 requested and 125 written")  # Arrow's words for a full disk, no errno
+    assert str(raised.value) == f"{target}: cannot write (short write, 125 of 4511 bytes: the disk may be full)"
+    assert not (tmp_path / "audit").exists()

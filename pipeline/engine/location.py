@@ -179,7 +179,18 @@ def _errno_of(exc: OSError) -> int | None:
     return int(found.group(1)) if found else None
 
 
+#: Arrow's wording of a short write (its file writer reports no errno): a full disk or a quota
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+
+
+def is_short_write(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and _SHORT_WRITE.search(str(exc)) is not None
+
+
 def _os_reason(exc: OSError) -> str:
+    if is_short_write(exc):
+        found = _SHORT_WRITE.search(str(exc))
+        return f"short write, {found[2]} of {found[1]} bytes: the disk may be full"
     number = _errno_of(exc)
     if number in _DISK_ERRNOS:
         return _DISK_ERRNOS[number]

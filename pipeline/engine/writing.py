@@ -35,6 +35,7 @@ from pipeline.engine.location import (
     _os_reason,
     inside,
     is_file,
+    is_short_write,
     is_url,
     join,
     local_of,
@@ -601,7 +602,7 @@ class Outputs:
                 self.abort()
         finally:
             self.close()
-        if isinstance(value, OSError) and _errno_of(value) in _DISK_ERRNOS:
+        if isinstance(value, OSError) and (_errno_of(value) in _DISK_ERRNOS or is_short_write(value)):
             # a writer that words no path (a file object's write, a library's): name the outputs
             where = [value.filename] if value.filename else finals
             if where:
