@@ -1,12 +1,18 @@
 """Writing outputs atomically: a run writes everything in staging paths beside its outputs and
 promotes them together when it succeeded (:class:`Outputs`), so an output appears whole or not at all.
 
-An output path is replaced only when it holds an earlier output of the same kind (a file, or a
-dataset folder marked by its manifest): the run never deletes what it did not write.  Files and
-folders get the permissions any tool gives under the caller's umask.  A lock beside the output
-refuses a second run writing the same path at the same time; staging left by a killed run is
-removed by the next run.  Object stores rename by copying and have no locks, so on a URL the
-outputs are put in place file by file (a dataset's manifest first).
+Paths are compared resolved (a ``file://`` URL and its path, symlinks, ``..``, a trailing slash,
+hard links): an output is never an input, nor another output of the same run.  An output path is
+replaced only when it holds an earlier output of the same kind: a dataset folder whose manifest
+records the same kind, or a single file this tool wrote (its hidden ``.NAME.punct`` marker holds
+the file's sha256; a lone Parquet file of an earlier version proves itself by its schema): the
+run never deletes what it did not write.  Files and folders get the permissions any tool gives
+under the caller's umask.  A lock beside the output refuses a second run writing the same path at
+the same time.  The promotion is driven by a journal written beside every output before the
+first rename: a failure rolls every output back, and a run killed during it is finished by the
+next run at any of its outputs; staging left by a killed run is removed by the next run.  Object
+stores rename by copying and have no locks, so on a URL the outputs are put in place file by file
+(a dataset's manifest first).
 """
 
 from __future__ import annotations
