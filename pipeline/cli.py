@@ -227,7 +227,7 @@ def _punctuate(args) -> None:
     model, tokenizer, meta = load_checkpoint(args.model, device)
     params, sequence = meta.get("params", {}), meta.get("sequence", {})
     language = get_language(args.lang or params.get("lang", "en"))
-    texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [sys.stdin.read()]
+    texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [reading.read_stdin()]
     started, total = time.perf_counter(), 0
     for text in texts:
         # the same normalization as training; marks already in the text are dropped, not trusted

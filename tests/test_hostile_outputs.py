@@ -420,3 +420,13 @@ def test_a_short_write_names_the_output_not_its_staging(tmp_path):
         raise OSError("4511 requested and 125 written")  # Arrow's words for a full disk, no errno
     assert str(raised.value) == f"{target}: cannot write (short write, 125 of 4511 bytes: the disk may be full)"
     assert not (tmp_path / "audit").exists()
+
+
+def test_invalid_bytes_on_stdin_give_the_byte_offset():
+    import io
+
+    from pipeline.engine import reading
+
+    assert reading.read_stdin(io.BytesIO("Héllo\n".encode())) == "Héllo\n"
+    with pytest.raises(errors.InputError, match=r"^<stdin>: invalid UTF-8 at byte offset 9 \(line 2\)"):
+        reading.read_stdin(io.BytesIO(b"Hello.\nA \xff broken line\n"))

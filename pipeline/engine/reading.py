@@ -86,6 +86,21 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
 
 
+def read_stdin(stream=None) -> str:
+    """Standard input as strict UTF-8 text: invalid bytes named by their byte offset and line, as
+    in a file (the text layer's codec error names neither)."""
+    import sys
+
+    source = stream if stream is not None else getattr(sys.stdin, "buffer", None)
+    if source is None:  # a text stream put in its place (an embedding program): already decoded
+        return sys.stdin.read()
+    try:
+        data = source.read()
+    except OSError as exc:
+        raise InputError(f"<stdin>: cannot read ({_os_reason(exc)})") from None
+    return decode_utf8(data, "<stdin>")
+
+
 def decode_utf8(data: bytes, path, first_line: int = 1, base_offset: int = 0) -> str:
     """``data`` (read from ``path`` at ``base_offset``) as text; BOM stripped at the file's start;
     invalid bytes -> InputError with the byte offset in the file and the line."""
