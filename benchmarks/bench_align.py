@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import pyarrow as pa
-from _common import peak_rss_mb, require_shared
+from _common import peak_rss_mb, require_shared, save_results
 
 from corpora import get_reader
 from pipeline.align.alignment import align_tables
@@ -104,6 +104,26 @@ def main() -> None:
         "  (pure-Python DP on 2,000-word slices, scaled)"
     )
     print(f"ratio    : {base / fast:.1f}x   peak RSS {peak_rss_mb():.0f} MB   (target >= 1 M words/s)")
+    save_results(
+        "align",
+        title="Alignment",
+        what=f"IWSLT test2011 punctuation onto test2011asr, x{times} documents ({n_words / 1e6:.2f} M hypothesis "
+        f"words): read, align, write, {resolve_workers(WORKERS)} worker processes",
+        baseline="a pure-Python dynamic-programming aligner on 2,000-word slices, scaled, same run",
+        columns=["what", "seconds", "M words/s", "pipeline / baseline"],
+        rows=[
+            ["pipeline", f"{fast:.2f}", f"{n_words / fast / 1e6:.3f}", f"{base / fast:.0f}x"],
+            ["baseline", f"{base:.2f}", f"{n_words / base / 1e6:.4f}", "1x"],
+        ],
+        metrics={
+            "words": n_words,
+            "seconds": fast,
+            "baseline_s": base,
+            "wer": report["wer"]["wer"],
+            "workers": resolve_workers(WORKERS),
+            "peak_rss_mb": peak_rss_mb(),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from _common import ROOT, peak_rss_mb, require_shared
+from _common import ROOT, peak_rss_mb, require_shared, save_results
 
 
 def cmudict_run() -> dict:
@@ -82,6 +82,25 @@ def main() -> None:
     print(
         f"web2 {w['vocabulary']:,} words ({w['words']:,} converted), g2p + top-3: {w['seconds']:.1f} s"
         f" (target <= 90 s), peak RSS {w['peak_rss_mb']:.0f} MB (target <= 4096 MB); skipped {w['skipped']}"
+    )
+    save_results(
+        "confusables",
+        title="Confusables",
+        what="exact top-3 neighbours by phoneme edit distance: every CMUdict word, and g2p + top-3 for web2",
+        baseline="rapidfuzz cdist brute force over the same phoneme strings, same run (timed on a slice, scaled)",
+        columns=["vocabulary", "words", "seconds", "brute force seconds", "brute force / ours", "peak RSS MB"],
+        rows=[
+            [
+                "CMUdict",
+                f"{c['words']:,}",
+                f"{c['seconds']:.1f}",
+                f"{c['brute_force_seconds']:.1f}",
+                f"{c['brute_force_seconds'] / c['seconds']:.1f}x",
+                f"{c['peak_rss_mb']:.0f}",
+            ],
+            ["web2 (g2p + top-3)", f"{w['vocabulary']:,}", f"{w['seconds']:.1f}", "", "", f"{w['peak_rss_mb']:.0f}"],
+        ],
+        metrics=results,
     )
 
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, require_shared
+from _common import ROOT, require_shared, save_results
 
 FILES = {
     "indic/flores/hin_Deva.devtest": "hi",
@@ -111,6 +111,29 @@ def main() -> None:
         "peak RSS at 1x/3x/10x (local, 2 workers): "
         + ", ".join(f"{f}x {p:.0f} MB" for f, p in peaks.items())
         + f"; spread {100 * (max(peaks.values()) / min(peaks.values()) - 1):.0f} % (target within 20 %)"
+    )
+    table = [
+        [
+            f"{engine} x{workers}",
+            f"{r['words'] / 1e6:.1f} M",
+            f"{r['seconds']:.1f}",
+            f"{r['words'] / r['seconds'] / 1e6:.2f}",
+            f"{base['seconds'] / r['seconds']:.2f}x",
+            f"{r['peak_rss_mb']:.0f}",
+        ]
+        for (engine, workers), r in rows.items()
+    ]
+    table += [[f"local x2 at {f / 10:g} of the size", "", "", "", "", f"{p:.0f}"] for f, p in peaks.items() if f != 10]
+    save_results(
+        "engine",
+        title="Engine",
+        what="sharded ingest (normalize, label, write) of Indic, Malay and Mandarin sentence files repeated "
+        f"x{big}, shards of 5,000 lines",
+        baseline="the local engine with one worker, same run",
+        columns=["engine", "words", "seconds", "M words/s", "speed-up", "peak RSS MB"],
+        rows=table,
+        metrics={f"{engine}_{workers}": r for (engine, workers), r in rows.items()}
+        | {"peak_rss_mb_by_size": {f"{f / 10:g}": p for f, p in peaks.items()}},
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from _common import require_shared
+from _common import require_shared, save_results
 
 
 def best_of(fn, repeat=3):
@@ -27,6 +27,7 @@ def best_of(fn, repeat=3):
 
 def main() -> None:
     shared = require_shared()
+    rows, metrics = [], {}
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 
     from pipeline.text.labelling import label_lines
@@ -43,6 +44,15 @@ def main() -> None:
             f"{code}: {len(lines):,} lines  bare indic-nlp {t_bare:.3f} s  pipeline {t_ours:.3f} s"
             f"  overhead {100 * (t_ours / t_bare - 1):+.1f} % (target <= +30 %)"
         )
+        rows.append(
+            [
+                f"{code}: normalization of FLORES x20 ({len(lines):,} lines)",
+                f"{t_ours:.3f} s",
+                f"{t_bare:.3f} s (bare indic-nlp normalizer)",
+                f"{100 * (t_ours / t_bare - 1):+.1f} % time",
+            ]
+        )
+        metrics[code] = {"lines": len(lines), "pipeline_s": t_ours, "bare_indic_nlp_s": t_bare}
 
     zh = get_language("zh")
     text = (
@@ -72,6 +82,26 @@ def main() -> None:
         f"zh: {chars:,} characters  pipeline {chars / t_pipeline / 1e6:.2f} M chars/s (target >= 0.6)"
         f"  segmentation alone: jieba-rs {chars / t_rust / 1e6:.2f}, Python jieba {chars / t_jieba / 1e6:.2f}"
         f" M chars/s  pipeline / Python jieba {t_jieba / t_pipeline:.2f}x"
+    )
+    rows.append(
+        [
+            f"zh: normalization, jieba-rs segmentation and labelling of IWSLT zh x3 ({chars / 1e6:.1f} M chars)",
+            f"{chars / t_pipeline / 1e6:.2f} M chars/s",
+            f"{chars / t_jieba / 1e6:.2f} M chars/s (Python jieba segmentation alone); "
+            f"jieba-rs alone {chars / t_rust / 1e6:.2f}",
+            f"{t_jieba / t_pipeline:.2f}x",
+        ]
+    )
+    metrics["zh"] = {"chars": chars, "pipeline_s": t_pipeline, "python_jieba_s": t_jieba, "jieba_rs_s": t_rust}
+    save_results(
+        "languages",
+        title="Languages",
+        what="Indic normalization (Unicode clean-up and indic-nlp-library) and Mandarin segmentation and labelling, "
+        "one core, best of several timings",
+        baseline="the bare indic-nlp normalizer line by line, and Python jieba, on the same text in the same run",
+        columns=["what", "pipeline", "baseline", "pipeline against baseline"],
+        rows=rows,
+        metrics=metrics,
     )
 
 

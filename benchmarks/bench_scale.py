@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, require_shared
+from _common import ROOT, require_shared, save_results
 
 LANGS = {
     "hi": ["indic/flores/hin_Deva.devtest", "indic/ntrex/newstest2019-ref.hin.txt", "indic/tico19/tico19-test.hin"],
@@ -507,6 +507,39 @@ def main() -> None:
         config = {k: getattr(args, k) for k in ("workers", "shard_lines", "shard_rows", "vocab_size", "doc_sentences")}
         out = {"config": config, "sizes": results, "checks": verdicts, "extrapolation": extrapolation}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    if not args.report and results[-1]["target_words"] >= 1_000_000:  # smaller runs are smoke tests
+        save_scale(results, args)
+
+
+def save_scale(results: list[dict], args) -> None:
+    """benchmarks/results/scale.json: seconds and peak RSS per stage and size, and each stage's
+    seconds over the same run's Parquet copy floor at the largest size."""
+    top = results[-1]
+    rows = []
+    for stage in top["stages"]:
+        cells = [f"{r['stages'][stage]['seconds']:.1f} / {r['stages'][stage]['peak_rss_mb']:.0f}" for r in results]
+        per_worker = top["stages"][stage]["words_per_s_per_worker"] / 1e6
+        floor = top["stages"][stage]["seconds"] / top["io_floor"]["copy"]["seconds"]
+        rows.append([stage, *cells, f"{per_worker:.2f} M", f"{floor:.1f}"])
+    for kind in top["io_floor"]:
+        cells = [f"{r['io_floor'][kind]['seconds']:.1f}" for r in results]
+        per_worker = top["io_floor"][kind]["words_per_s_per_worker"] / 1e6
+        floor = top["io_floor"][kind]["seconds"] / top["io_floor"]["copy"]["seconds"]
+        rows.append([f"floor: {kind}", *cells, f"{per_worker:.2f} M", f"{floor:.1f}"])
+    sizes = [f"{r['target_words'] / 1e6:g} M words: s / MB" for r in results]
+    save_results(
+        "scale",
+        title="Scale",
+        what="the Indic recipe as DVC runs it (ingest, split with strata and min_marks, question oversampling, "
+        "sequences with a trained tokenizer, audit; each stage its own process) over Hindi, Bangla, Marathi and "
+        f"Tamil text; local engine, {args.workers} workers, shards of {args.shard_lines:,} lines / "
+        f"{args.shard_rows:,} rows; peak RSS of the largest process",
+        baseline="the Parquet I/O floor: split's output read (floor: read), and read and written again "
+        "(floor: copy), by the same engine and workers in the same run",
+        columns=["stage", *sizes, "words/s per worker, largest size", "x copy floor, largest size"],
+        rows=rows,
+        metrics={"sizes": results},
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+from _common import save_results
 
 from pipeline.datasets.sequences import IGNORE, SEQUENCE_SCHEMA
 
@@ -293,6 +294,24 @@ def main(argv=None) -> int:
     print(json.dumps(results, default=float))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=float) + "\n")
+    if gpu:  # the CPU mode is a smoke test of the script, with no targets: not saved
+        rows = []
+        for key, r in results.items():
+            if isinstance(r, dict) and key.count("/") == 2:
+                name, precision, mode = key.split("/")
+                speed, ratio = f"{r['tokens_per_s']:,.0f}", f"{r.get('vs_plain', 1.0):.2f}x"
+                rows.append([f"{name} ({mode})", precision, speed, ratio])
+        targets = "missed: " + "; ".join(failures) if failures else "met"
+        save_results(
+            "train_gpu",
+            title="Training loop",
+            what=f"optimizer steps of the project's loop on {device} (batch {args.batch}, max_len {args.max_len}, "
+            f"{args.steps} timed steps; budget: a {args.max_tokens}-token budget); targets {targets}",
+            baseline="a plain PyTorch loop over the same data and model in the same run (the plain rows)",
+            columns=["model (loop)", "precision", "tokens/s", "against the plain loop"],
+            rows=rows,
+            metrics=results,
+        )
     return 1 if failures and args.check else 0
 
 
