@@ -430,3 +430,11 @@ def test_invalid_bytes_on_stdin_give_the_byte_offset():
     assert reading.read_stdin(io.BytesIO("Héllo\n".encode())) == "Héllo\n"
     with pytest.raises(errors.InputError, match=r"^<stdin>: invalid UTF-8 at byte offset 9 \(line 2\)"):
         reading.read_stdin(io.BytesIO(b"Hello.\nA \xff broken line\n"))
+
+
+def test_a_name_with_glob_characters_touches_only_its_own_leftovers(tmp_path):
+    """``x[1].json``'s stale staging pattern must not match ``.x1.json.staging-…`` (another output's)."""
+    other = tmp_path / ".x1.json.staging-1-keep"
+    other.write_text("another run's staging")
+    writing.write_text("mine", tmp_path / "x[1].json")
+    assert (tmp_path / "x[1].json").read_text() == "mine" and other.read_text() == "another run's staging"

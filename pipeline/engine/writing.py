@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import logging
@@ -323,9 +324,9 @@ def _remove_stale(final: Path) -> None:
         for leftover in fs.glob(f"{parent}/.{name}{_STAGING}*"):
             fs.rm(leftover, recursive=True)
         return
-    for leftover in sorted(final.parent.glob(f".{final.name}{_STAGING}*")):
+    for leftover in sorted(final.parent.glob(f".{glob.escape(final.name)}{_STAGING}*")):
         _remove(leftover)
-    for leftover in sorted(final.parent.glob(f".{final.name}{_OLD}*")):
+    for leftover in sorted(final.parent.glob(f".{glob.escape(final.name)}{_OLD}*")):
         if not _lexists(final):
             os.replace(leftover, final)
         else:
@@ -343,7 +344,7 @@ def _write_journal(path: Path, journal: dict) -> None:
 
 
 def _journals(final: Path) -> list[Path]:
-    return sorted(final.parent.glob(f".{final.name}{_STAGING}*{_JOURNAL}"))
+    return sorted(final.parent.glob(f".{glob.escape(final.name)}{_STAGING}*{_JOURNAL}"))
 
 
 def _recover(final: Path) -> None:
