@@ -17,7 +17,7 @@ from .base import Prepared
 
 def get_reader(name: str) -> Callable[..., Prepared]:
     """The ``prepare`` function of the reader called ``name``."""
-    from pipeline.ingest import get_reader as plugin
+    from pipeline.ingest import reader_module as plugin
 
     return plugin(name).prepare
 

@@ -42,25 +42,26 @@ class Fields(BaseModel):
     """Which JSON field of an article holds what."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-    title: str = "title"
-    text: str = "text"
-    source: str = "news"
-    date: str = "date"
-    id: str = "url"
+    title: str = Field("title", description="the field of the article's title")
+    text: str = Field("text", description="the field of the article's body")
+    source: str = Field("news", description="the field of the outlet (what sources and allow/deny_sources match)")
+    date: str = Field("date", description="the field of the date")
+    id: str = Field("url", description="the field whose value is the document id (else <file stem>#<number>)")
 
 
 class Options(ReaderOptions):
-    fields: Fields = Fields()
-    #: a TSV of ``outlet<TAB>keep|drop``
-    sources: str | None = None
-    allow_sources: list[str] = []
-    deny_sources: list[str] = []
-    #: keep only articles whose ``language_field`` is among ``languages``
-    language_field: str | None = None
-    languages: list[str] = []
-    #: keep only articles with more than this many sentences (Rao 2022: more than two)
-    min_sentences: int = Field(0, ge=0)
-    include_title: bool = False
+    fields: Fields = Field(Fields(), description="which JSON field of an article holds what")
+    sources: str | None = Field(
+        None, description="a TSV of outlet<TAB>keep|drop: articles of a drop outlet are left out"
+    )
+    allow_sources: list[str] = Field([], description="keep only articles of these outlets (empty: all)")
+    deny_sources: list[str] = Field([], description="leave out articles of these outlets")
+    language_field: str | None = Field(None, description="keep only articles whose language_field is among languages")
+    languages: list[str] = Field([], description="the languages kept (with language_field)")
+    min_sentences: int = Field(
+        0, ge=0, description="keep only articles with more than this many sentences (Rao 2022: more than two)"
+    )
+    include_title: bool = Field(False, description="the title is the article's first segment")
 
 
 def load_sources(path: str | Path) -> tuple[set[str], set[str]]:

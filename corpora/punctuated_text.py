@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field
 
 from pipeline.engine.step import Counts, StepResult
 from pipeline.engine.textfiles import LineShard, line_shards, read_shard_lines
@@ -31,10 +32,11 @@ from .base import lines_table, prepare_with, stem
 
 
 class Options(ReaderOptions):
-    #: what separates documents: blank lines, nothing (the file is one document), every line
-    doc_boundary: Literal["blank_line", "file", "line"] = "blank_line"
-    #: ``csv``: lines may be CSV fields (FLORES Tamil)
-    quoting: Literal["none", "csv"] = "none"
+    doc_boundary: Literal["blank_line", "file", "line"] = Field(
+        "blank_line",
+        description="what separates documents: blank lines, nothing (the file is one document), every line",
+    )
+    quoting: Literal["none", "csv"] = Field("none", description="csv: lines may be CSV fields (FLORES Tamil)")
 
 
 def shards(files, options, lines_per_shard: int) -> list[LineShard]:

@@ -1,6 +1,8 @@
 """TED talks in mteval XML (IWSLT): ``<doc docid=...>`` holding ``<seg id=...>`` segments.
 
-Each talk is a document (doc_id: its ``talkid``, else ``docid``); each ``<seg>`` a segment,
+Each talk is a document (doc_id: its ``talkid``, else ``docid``; a talk id the file repeats
+gets ``~2``, ``~3``... on its later ``<doc>``s, counted as ``ids_made_unique``, so two talks
+never merge into one document); each ``<seg>`` a segment,
 labelled from its own punctuation; all of a segment's text counts, inline elements' too
 (``<seg>Before <i>inner</i> after.</seg>``).  Metadata elements (title, url, description,
 keywords) are not text of the talk and are skipped; a ``<seg>`` outside any ``<doc>`` has no
@@ -56,7 +58,12 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
     counts.stats["files"] += 1
     counts.stats["documents"] += len(docs)
     tables = []
+    seen: dict[str, int] = {}
     for talk, segments in docs:
+        seen[talk] = seen.get(talk, 0) + 1
+        if seen[talk] > 1:
+            talk = f"{talk}~{seen[talk]}"
+            counts.stats["ids_made_unique"] += 1
         lines = language.normalize(pa.array(segments, pa.string()), counts.stats)
         blank = np.array([not s.strip() for s in lines.to_pylist()], dtype=bool)
         counts.stats["lines"] += len(segments)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from pipeline.engine.step import StepResult
 from pipeline.ingest import ReaderOptions
 
@@ -19,7 +21,9 @@ from .base import prepare_with
 
 
 class Options(ReaderOptions):
-    doc_boundary: Literal["blank_line", "file", "line"] = "file"
+    doc_boundary: Literal["blank_line", "file", "line"] = Field(
+        "file", description="what separates documents: nothing (the file is one document), blank lines, every line"
+    )
 
     @property
     def quoting(self) -> str:

@@ -108,41 +108,50 @@ def _audit(args) -> dict:
 
 
 def _align(args) -> dict:
-    from pipeline.align.alignment import align_tables
-    from pipeline.ingest import ingest_table
-    from pipeline.text.verbalize import verbalizer_or_none
+    from pipeline.align.alignment import align_datasets
+    from pipeline.align.inputs import SEGMENTS, side_dataset
 
+    if args.pairs is not None and args.pair_by is None:
+        args.pair_by = "file"  # a pairs file says how to pair
+    if (args.pairs is None) != (args.pair_by != "file"):
+        raise ParamsError(
+            "--pair-by file needs --pairs FILE"
+            if args.pairs is None
+            else f"--pairs: goes with --pair-by file, not {args.pair_by}"
+        )
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
-    entry = _checked(P.AlignmentParams, options, ref=args.ref, hyp=args.hyp)
-    for reader, flag in ((args.ref_reader, "--ref-reader"), (args.hyp_reader, "--hyp-reader")):
-        if problem := P.reader_problem(reader):
-            raise P.ParamsError(f"{flag}: {problem}")
-    ref, _ = ingest_table(args.ref_reader, [args.ref], entry.lang, Path(args.ref).stem)
-    hyp, _ = ingest_table(args.hyp_reader, [args.hyp], entry.lang, Path(args.hyp).stem)
-    out, report = align_tables(
-        ref,
-        hyp,
-        policy=entry.policy,
-        verbalizer=verbalizer_or_none(entry.lang),
-        max_wer=entry.max_wer,
-        force=entry.force,
-        corpus=args.corpus,
-        pair_by=entry.pair_by,
-        workers=entry.workers,
-    )
-    from pipeline.engine.dataset import finish
-
+    entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
+    sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
+    # the outputs are checked against the user's inputs here: the alignment reads ingested copies.
+    # Sides read by a reader are ingested into a scratch folder beside the output (on its disk),
+    # under a name of its own (a stale staging folder of the output itself is cleaned), removed
+    # at the end; the alignment itself is the stage's
+    writing.check_not_input([args.out, args.report], [args.ref, args.hyp])
     with writing.Outputs(inputs=[args.ref, args.hyp]) as outputs:
-        folder = outputs.dataset(args.out)
-        writing.write_parquet(out, location.join(folder, "part-00000.parquet"))
-        finish(folder, "segments", [_Part(out)], schema="punct-segments/2")
-        writing.write_json_in_place(report, outputs.file(args.report))
+        scratch = outputs.scratch(f"{str(args.out).rstrip('/')}-inputs")
+        ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
+        report = align_datasets(
+            ref,
+            hyp,
+            args.out,
+            args.report,
+            policy=entry.policy,
+            lang=entry.lang,
+            # default: the hypothesis file's name, or the hypothesis dataset's own corpus
+            corpus=args.corpus or (Path(args.hyp).stem if sides[1].reader not in (None, *SEGMENTS) else None),
+            pair_by=entry.pair_by,
+            max_wer=entry.max_wer,
+            force=entry.force,
+            engine=P.EngineParams(workers=entry.workers),
+            pairs_file=entry.pairs,
+        )
     for warning in report["warnings"]:
         log.warning("warning: %s", warning)
     marks = report["marks"]
     log.info(
-        "align: WER %.3f; %d of %d marks transferred (%d moved, dropped %s) -> %s",
+        "align: WER %.3f; %d documents; %d of %d marks transferred (%d moved, dropped %s) -> %s",
         report["wer"]["wer"],
+        report["documents"],
         marks["transferred"],
         marks["reference"],
         marks["moved"],
@@ -152,16 +161,26 @@ def _align(args) -> dict:
     return report
 
 
+def _align_side(args, side: str):
+    """One side of ``align`` from its flags: the reader, ``--doc-boundary`` where that reader takes
+    it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
+    from pipeline.align.inputs import SEGMENTS, Side
+
+    reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
+    options = {}
+    for item in getattr(args, f"{side}_option") or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"{flag}-option {item!r}: expected KEY=VALUE")
+        options[key] = yaml.safe_load(value)
+    takes = reader not in (None, *SEGMENTS) and not P.reader_problem(reader)
+    if args.doc_boundary is not None and takes and "doc_boundary" in P.corpus_model(reader).model_fields:
+        options.setdefault("doc_boundary", args.doc_boundary)
+    return Side(getattr(args, side), reader, options, flag)
+
+
 #: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "max_wer", "force", "workers")
-
-
-class _Part:
-    def __init__(self, table):
-        import pyarrow.compute as pc
-
-        self.rows = table.num_rows
-        self.words = int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0) if table.num_rows else 0
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
 
 
 def _confusables(args) -> dict:
@@ -200,60 +219,68 @@ def _confusables(args) -> dict:
 _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
-def _export(args) -> None:
-    from pipeline.datasets.export import export_datasets
+def _export(args) -> dict:
+    from pipeline.datasets.export import export_datasets, export_warnings, split_name_problem
 
-    written = export_datasets(args.inputs, args.format, args.out, case_column=args.case_column)
-    log.info("export %s: %s -> %s", args.format, ", ".join(written), args.out)
+    if problem := split_name_problem(args.split_name):
+        raise ParamsError(f"--split-name: {problem}")
+    # the card says how the export was made: the command, as the options were given
+    command = ["punct-corpora export --format", args.format, *(["--case-column"] if args.case_column else [])]
+    command += ["--split-name", args.split_name, *map(str, args.inputs), "--out", str(args.out)]
+    report = export_datasets(
+        args.inputs,
+        args.format,
+        args.out,
+        case_column=args.case_column,
+        split_name=args.split_name,
+        card={"command": " ".join(command)},
+    )
+    for warning in export_warnings(report):
+        log.warning("warning: %s", warning)
+    log.info("export %s: %s -> %s", args.format, ", ".join(report["splits"]), args.out)
+    return report
 
 
 def _punctuate(args) -> None:
+    import json
     import time
 
-    from pipeline.text.labelling import label_lines, render
-    from pipeline.text.languages import get_language
-    from pipeline.training.inference import predict_words, restore_case
-    from pipeline.training.loop import device_of
-    from pipeline.training.model import load_checkpoint
+    from pipeline.punctuator import Punctuator
 
-    if args.batch_size < 1:
-        raise ParamsError(f"--batch-size must be at least 1, not {args.batch_size}")
-    device = device_of(args.device)
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ParamsError(f"--device {args.device}: no CUDA device is available")
-    model, tokenizer, meta = load_checkpoint(args.model, device)
-    params, sequence = meta.get("params", {}), meta.get("sequence", {})
-    language = get_language(args.lang or params.get("lang", "en"))
+    # an exported folder runs through onnxruntime: nothing here may import torch or transformers
+    punctuator = Punctuator.load(
+        args.model,
+        device=args.device,
+        lang=args.lang,
+        window=args.window,
+        overlap=args.overlap,
+        batch_size=args.batch_size,
+        batch_tokens=args.batch_tokens,
+    )
     texts = [reading.read_text(path) for path in args.inputs] if args.inputs else [reading.read_stdin()]
     started, total = time.perf_counter(), 0
-    for text in texts:
-        # the same normalization as training; marks already in the text are dropped, not trusted
-        labelled = label_lines(language.normalize_text(text), language)
-        words = [w for line in labelled.words.to_pylist() for w in line]
-        labels, cases = predict_words(
-            model,
-            tokenizer,
-            words,
-            device,
-            window=args.window,
-            overlap=args.overlap,
-            max_len=int(sequence.get("max_len") or params.get("max_len") or 256),
-            batch_size=args.batch_size,
-            slot_filling=bool(sequence.get("slot_filling", False)),
-            bf16=device.startswith("cuda") and params.get("precision", "bf16") == "bf16",
-        )
-        if cases is not None:  # a model with a case head restores capitalization too
-            words = restore_case(words, cases, meta.get("mixed_case"))
-        sys.stdout.write(render(words, labels) + "\n")
-        total += len(words)
+    # the same normalization as training; marks already in the text are dropped, not trusted
+    predictions = punctuator.predict_many([punctuator.words_of(text) for text in texts])
+    for k, prediction in enumerate(predictions):
+        if args.format == "jsonl":
+            source = args.inputs[k] if args.inputs else "-"
+            record = {"input": str(source), "text": prediction.text, "words": prediction.records()}
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(prediction.text + "\n")
+        total += len(prediction.words)
     seconds = time.perf_counter() - started
     print(
-        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) on {device}",
+        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) "
+        f"on {punctuator.device}",
         file=sys.stderr,
     )
+
+
+def _export_model(args) -> None:
+    from pipeline.training.onnx import export_model
+
+    export_model(args.model, args.out, args.format, int8=args.int8)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -331,19 +358,47 @@ def build_parser() -> argparse.ArgumentParser:
         "align",
         help="transfer reference punctuation onto ASR hypotheses",
         description="Align reference and hypothesis words per document by edit distance and move each "
-        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  For corpora bigger than "
-        "memory, ingest both and run the align stage (sharded).",
+        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  Each side is a file read "
+        "by a reader (ingested first) or a segment dataset; documents pair by id, by order or by a pairs "
+        "file, and every document left unpaired is reported.  The same sharded code as the align stage.",
     )
-    align.add_argument("--ref", required=True, help="reference (punctuated) file")
-    align.add_argument("--ref-reader", required=True, help="reader of the reference file")
-    align.add_argument("--hyp", required=True, help="hypothesis (ASR) file; its own labels are ignored")
-    align.add_argument("--hyp-reader", required=True, help="reader of the hypothesis file")
+    align.add_argument("--ref", required=True, help="reference (punctuated) file(s), or a segment dataset")
+    align.add_argument(
+        "--ref-reader", help="reader of the reference (default: none, --ref is a segment dataset: .parquet or folder)"
+    )
+    align.add_argument(
+        "--ref-option", action="append", metavar="KEY=VALUE", help="a reader option of the reference (YAML value)"
+    )
+    align.add_argument(
+        "--hyp", required=True, help="hypothesis (ASR) file, or a segment dataset; its labels are ignored"
+    )
+    align.add_argument("--hyp-reader", help="reader of the hypothesis (default: none, --hyp is a segment dataset)")
+    align.add_argument(
+        "--hyp-option", action="append", metavar="KEY=VALUE", help="a reader option of the hypothesis (YAML value)"
+    )
+    align.add_argument(
+        "--doc-boundary",
+        choices=["file", "blank_line", "line"],
+        help="for each side whose reader takes it (text, transcript): what separates documents",
+    )
     align.add_argument("--lang", required=True)
     align.add_argument("--policy", choices=P.POLICIES, help="default: guerreiro")
-    align.add_argument("--pair-by", choices=["id", "order"], help="how documents are paired (default: id)")
+    align.add_argument(
+        "--pair-by",
+        choices=["id", "order", "file"],
+        help="how documents are paired: same id (default), position, or the --pairs file",
+    )
+    align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
     align.add_argument("--max-wer", type=float, help="fail above this WER (default 0.5)")
-    align.add_argument("--force", action="store_true", default=None, help="align even above --max-wer")
-    align.add_argument("--corpus", help="dataset name of the output (default: the hypothesis file's)")
+    align.add_argument(
+        "--force",
+        action="store_true",
+        default=None,
+        help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+    )
+    align.add_argument(
+        "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
+    )
     align.add_argument("--workers", type=int, help="processes aligning documents (default 1; 0: one per core)")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
@@ -372,12 +427,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="write segment datasets in another tool's format",
         description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
         "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
-        "datasets folder, one Parquet split per split name.",
+        "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
     )
     export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"])
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
+    export.add_argument(
+        "--split-name",
+        default="train",
+        metavar="NAME",
+        help="the split of rows that have none (letters, digits, _; not 'all'; default: train)",
+    )
     export.add_argument("inputs", nargs="+", metavar="SEGMENTS", help="segment datasets")
-    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
 
     punct = commands.add_parser(
@@ -387,14 +448,39 @@ def build_parser() -> argparse.ArgumentParser:
         "its case, for a model with a capitalization head) with overlapping windows batched together, write "
         "punctuated text.",
     )
-    punct.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    punct.add_argument(
+        "--model", required=True, help="checkpoint folder written by the train stage, or one by export-model"
+    )
     punct.add_argument("--lang", help="language of the text (default: the model's)")
     punct.add_argument("--window", type=int, default=200, help="words per window")
     punct.add_argument("--overlap", type=int, default=50, help="words shared by consecutive windows")
     punct.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
-    punct.add_argument("--batch-size", type=int, default=32, help="windows predicted together")
+    punct.add_argument("--batch-size", type=int, default=32, help="at most this many windows predicted together")
+    punct.add_argument(
+        "--batch-tokens", type=int, default=8192, help="at most this many (padded) tokens predicted together"
+    )
+    punct.add_argument(
+        "--format",
+        choices=["text", "jsonl"],
+        default="text",
+        help="text: one punctuated line per input; jsonl: per input its text and, per word, the label, its "
+        "confidence and the probability of every label (and the case label)",
+    )
     punct.add_argument("inputs", nargs="*", metavar="FILE")
     punct.set_defaults(func=_punctuate)
+
+    exported = commands.add_parser(
+        "export-model",
+        help="export a trained model for ONNX Runtime",
+        description="Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
+        "axes, optionally with int8 weights (ONNX Runtime dynamic quantization); the tokenizer and the labels "
+        "travel with it.  punctuate --model OUT then runs it without torch.",
+    )
+    exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
+    exported.add_argument("--format", required=True, choices=["onnx"])
+    exported.add_argument("--int8", action="store_true", help="int8 weights (dynamic quantization)")
+    exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    exported.set_defaults(func=_export_model)
     return parser
 
 

@@ -53,7 +53,7 @@ def readers() -> dict[str, str]:
     return found
 
 
-def get_reader(name: str) -> ModuleType:
+def reader_module(name: str) -> ModuleType:
     try:
         module = readers()[name]
     except KeyError:
@@ -79,25 +79,62 @@ class ReaderOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def id_suffixes(files) -> dict[str, str]:
+    """``{file: "~k"}`` for the k-th (k >= 2, in the order given: sorted by name) of input files
+    that share a stem, in different folders or with different extensions.  Document ids start
+    with the file's stem, so without the suffix two files' documents would merge into one id
+    (and the corpus's own split and audit would then refuse it)."""
+    seen: dict[str, int] = {}
+    out = {}
+    for path in files:
+        name = Path(str(path)).stem
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            out[str(path)] = f"~{seen[name]}"
+    return out
+
+
+def _suffixed_ids(table: pa.Table, path: str, suffix: str) -> pa.Table:
+    """``table`` with ``suffix`` after each document id formed from the stem of ``path``
+    (``stem`` or ``stem#k``); ids a reader took from the data (a TED talk id, an article URL) kept."""
+    stem = Path(path).stem
+    index = table.schema.get_field_index("doc_id")
+    ids = table.column(index)
+    ours = pc.or_(pc.equal(ids, stem), pc.starts_with(ids, stem + "#"))
+    renamed = pc.if_else(ours, pc.binary_join_element_wise(ids, suffix, ""), ids)
+    return table.set_column(index, table.schema.field(index), renamed.cast(table.schema.field(index).type))
+
+
 class IngestStep:
     """Picklable: one shard through the reader, then (``spoken``) the spoken-form step."""
 
     def __init__(
-        self, reader: str, lang: str, corpus: str, options, spoken: bool = False, user_dict: str | None = None
+        self,
+        reader: str,
+        lang: str,
+        corpus: str,
+        options,
+        spoken: bool = False,
+        user_dict: str | None = None,
+        suffixes: dict[str, str] | None = None,
     ):
         self.reader, self.lang, self.corpus, self.options, self.spoken = reader, lang, corpus, options, spoken
         self.user_dict = user_dict
+        self.suffixes = suffixes or {}
 
     def __call__(self, shard) -> StepResult:
         from pipeline.text.languages import get_language
 
-        module = get_reader(self.reader)
+        module = reader_module(self.reader)
         language = get_language(self.lang, self.user_dict)
         try:
             result = module.read(shard, language, self.corpus, self.options)
         except RecursionError:  # nested JSON (or markup) deeper than a parser's recursion
             where = getattr(shard, "path", None) or getattr(shard, "files", None) or "an input"
             raise errors.InputError(f"{where}: nested too deeply to read (a record of thousands of levels)") from None
+        suffix = self.suffixes.get(str(getattr(shard, "path", "")))
+        if suffix and result.table is not None and result.table.num_rows:
+            result.table = _suffixed_ids(result.table, str(shard.path), suffix)
         if self.spoken and result.table is not None and result.table.num_rows:
             from pipeline.text.spoken import speak_table
             from pipeline.text.verbalize import get_verbalizer
@@ -115,7 +152,7 @@ class IngestStep:
 
 def validate_options(reader: str, options: dict | None):
     """The reader's options model from a dict (pydantic errors propagate; the params module words them)."""
-    return get_reader(reader).Options.model_validate(options or {})
+    return reader_module(reader).Options.model_validate(options or {})
 
 
 def plan(
@@ -129,7 +166,7 @@ def plan(
     files: list[Path] = []
     for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
         files += reading.input_files(source, glob, skipped)
-    module = get_reader(reader)
+    module = reader_module(reader)
     if hasattr(module, "shards"):
         shards = module.shards(files, options, lines_per_shard)
     else:
@@ -137,6 +174,7 @@ def plan(
     counts = Counts()
     for reason, n in skipped.items():
         counts.dropped[f"input_entry_skipped:{reason}"] += n
+    counts.stats["ids_made_unique"] += len(id_suffixes(files))
     return shards, files, counts
 
 
@@ -170,7 +208,7 @@ def ingest(
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
     shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files))
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     # the folders given too: an output inside one would be read by the next run
     inputs_read = [*(p if location.is_url(p) else Path(p) for p in given), *files] + (
@@ -185,6 +223,13 @@ def ingest(
         counts.add(counts_of(results))
         finish(folder, "segments", results, schema=SCHEMA_NAME)
         report = report_of(reader, lang, corpus, counts)
+        if report.get("ids_made_unique"):
+            log.warning(
+                "ingest %s: %d document id(s) suffixed ~2, ~3... to stay distinct (input files of one stem, "
+                "or a repeated talk id): ids_made_unique in the stats",
+                corpus,
+                report["ids_made_unique"],
+            )
         if stats_path is not None:
             writing.write_json_in_place(report, stats_path)
     return report
@@ -236,8 +281,8 @@ def ingest_table(
     """The same ingest in memory: the segment table and the report (for small data and tests)."""
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
-    shards, _, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict)
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files))
     tables = []
     for shard in shards:
         result = step(shard)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 import types
 import typing
 from typing import Annotated, Any, Literal
@@ -29,32 +30,58 @@ SPLIT_NAMES = ("train", "dev", "test")
 SplitName = Literal["train", "dev", "test"]
 POLICIES = ("guerreiro", "ueffing", "nearest")
 
+#: what ``split: {}`` means: these ratios, with the ``seed`` field's default
+DEFAULT_RATIOS = {"train": 0.8, "dev": 0.1, "test": 0.1}
+# Upper bounds on sizes: a value past them is a typo (an extra digit), and some would abort a
+# library underneath (the tokenizers trainer on a huge vocab_size) instead of failing in one line.
+MAX_WORKERS = 1024
+MAX_SHARD_LINES = 1 << 30
+MAX_SHARD_ROWS = 1 << 30
+MAX_VOCAB_SIZE = 1_000_000
+MAX_LEN = 1 << 16
+#: a corpus, alignment, confusables, dataset or model name: it becomes a file name and a word of
+#: the generated dvc.yaml commands, so only what both take as is
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def _field(default, description: str, **bounds):
+    """A params key: its default, its range and the description the reference shows."""
+    return Field(default, description=description, **bounds)
+
+
 class EngineParams(Section):
     """How sharded stages run.  Outputs are byte-identical whatever is set here."""
 
-    #: ``local``: worker processes on this machine; ``dask``: dask.distributed (a LocalCluster,
-    #: or the scheduler at ``scheduler`` / $PUNCT_DASK_SCHEDULER)
-    engine: Literal["local", "dask"] = "local"
-    #: worker processes; 0: one per core
-    workers: int = Field(0, ge=0)
-    scheduler: str | None = None
-    #: input lines per shard (line-oriented readers)
-    shard_lines: int = Field(100_000, ge=1)
-    #: segments per shard (stages over segment datasets); a shard never cuts a document
-    shard_rows: int = Field(50_000, ge=1)
+    engine: Literal["local", "dask"] = _field(
+        "local",
+        "local: worker processes on this machine; dask: dask.distributed (a LocalCluster, or the "
+        "scheduler at `scheduler` / $PUNCT_DASK_SCHEDULER)",
+    )
+    workers: int = _field(
+        0, "worker processes; 0: one per core (never more than the shards to run)", ge=0, le=MAX_WORKERS
+    )
+    scheduler: str | None = _field(None, "address of a dask scheduler (engine: dask)")
+    shard_lines: int = _field(100_000, "input lines per shard (line-oriented readers)", ge=1, le=MAX_SHARD_LINES)
+    shard_rows: int = _field(
+        50_000,
+        "segments per shard (stages over segment datasets); a shard never cuts a document",
+        ge=1,
+        le=MAX_SHARD_ROWS,
+    )
 
 
 class EngineOverride(Section):
-    engine: Literal["local", "dask"] | None = None
-    workers: int | None = Field(None, ge=0)
-    scheduler: str | None = None
-    shard_lines: int | None = Field(None, ge=1)
-    shard_rows: int | None = Field(None, ge=1)
+    """Keys of the engine section set for one entry; the others keep the engine section's value."""
+
+    engine: Literal["local", "dask"] | None = _field(None, "overrides engine.engine")
+    workers: int | None = _field(None, "overrides engine.workers", ge=0, le=MAX_WORKERS)
+    scheduler: str | None = _field(None, "overrides engine.scheduler")
+    shard_lines: int | None = _field(None, "overrides engine.shard_lines", ge=1, le=MAX_SHARD_LINES)
+    shard_rows: int | None = _field(None, "overrides engine.shard_rows", ge=1, le=MAX_SHARD_ROWS)
 
     def over(self, base: EngineParams) -> EngineParams:
         return base.model_copy(update={k: v for k, v in self.model_dump().items() if v is not None})
@@ -63,33 +90,32 @@ class EngineOverride(Section):
 class CorpusBase(Section):
     """Keys every corpus entry has; the reader's own keys come from its ``Options``."""
 
-    reader: str
-    lang: str
-    #: a file, or a directory whose files (sorted by name, matching ``glob``) are read
-    input: str
-    glob: str = "*"
-    #: written numbers, money, dates... replaced by their spoken form (reference text like ASR output)
-    spoken: bool = False
-    #: a jieba user dictionary (Mandarin): a param and a dependency of the stage
-    user_dict: str | None = None
-    engine: EngineOverride | None = None
+    reader: str = _field(..., "the reader of the corpus's format (`punct-corpora ingest --help` lists them)")
+    lang: str = _field(..., "the language code (a module of pipeline/text/languages or a plugin's)")
+    input: str = _field(..., "a file, or a directory whose files (sorted by name, matching `glob`) are read")
+    glob: str = _field("*", "which files of an input directory are read")
+    spoken: bool = _field(
+        False, "written numbers, money, dates... replaced by their spoken form (reference text like ASR output)"
+    )
+    user_dict: str | None = _field(None, "a jieba user dictionary (Mandarin): a param and a dependency of the stage")
+    engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
 
     def options(self) -> dict:
         base = set(CorpusBase.model_fields)
         return {k: v for k, v in self.model_dump().items() if k not in base}
 
     def reader_options(self):
-        from pipeline.ingest import get_reader
+        from pipeline.ingest import reader_module
 
-        return get_reader(self.reader).Options.model_validate(self.options())
+        return reader_module(self.reader).Options.model_validate(self.options())
 
 
 @functools.cache
 def corpus_model(reader: str) -> type[BaseModel]:
     """The model of a corpus entry for ``reader``: the base keys plus the reader's options."""
-    from pipeline.ingest import get_reader
+    from pipeline.ingest import reader_module
 
-    options = get_reader(reader).Options
+    options = reader_module(reader).Options
     fields = {name: (info.annotation, info) for name, info in options.model_fields.items()}
     return create_model(f"{reader}_corpus", __base__=CorpusBase, **fields)
 
@@ -97,30 +123,46 @@ def corpus_model(reader: str) -> type[BaseModel]:
 class AlignmentParams(Section):
     """A reference corpus's punctuation (and case) moved onto an ASR corpus's words."""
 
-    ref: str
-    hyp: str
-    #: language of the number grammars (default: the hypothesis's)
-    lang: str | None = None
-    policy: Literal["guerreiro", "ueffing", "nearest"] = "guerreiro"
-    pair_by: Literal["id", "order"] = "id"
-    #: fail above this word error rate (the two sides are probably not the same documents)
-    max_wer: float = Field(0.5, ge=0)
-    force: bool = False
-    workers: int = Field(1, ge=0)
-    engine: EngineOverride | None = None
+    ref: str = _field(..., "the reference corpus (punctuated text), a corpus of the registry")
+    hyp: str = _field(..., "the hypothesis corpus (ASR words), a corpus of the registry")
+    lang: str | None = _field(None, "language of the number grammars (default: the hypothesis's)")
+    policy: Literal["guerreiro", "ueffing", "nearest"] = _field(
+        "guerreiro", "where a mark goes when its word was deleted or substituted"
+    )
+    pair_by: Literal["id", "order", "file"] = _field(
+        "id", "documents paired by document id, in order, or by the pairs file (pair_by file)"
+    )
+    pairs: str | None = _field(None, "with pair_by file: a two-column file (reference id, hypothesis id per line)")
+    max_wer: float = _field(
+        0.5, "fail above this word error rate (the two sides are probably not the same documents)", ge=0
+    )
+    force: bool = _field(
+        False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
+    )
+    workers: int = _field(1, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
+    engine: EngineOverride | None = _field(None, "engine keys for this alignment")
+
+    @model_validator(mode="after")
+    def _pairs_with_file(self):
+        if self.pair_by == "file" and not self.pairs:
+            raise ValueError("pair_by file needs pairs (a file of reference id, hypothesis id per line)")
+        if self.pairs and self.pair_by != "file":
+            raise ValueError(f"pairs is read with pair_by file only (pair_by is {self.pair_by})")
+        return self
 
 
 class ConfusablesParams(Section):
     """For every word, the ``k`` words closest by phoneme edit distance (3R's phoneme edition)."""
 
-    lang: str
-    #: the vocabulary: a corpus of the registry (words seen ``min_count`` times) or a word-list file
-    corpus: str | None = None
-    word_list: str | None = None
-    min_count: int = Field(1, ge=1)
-    k: int = Field(3, ge=1, le=100)
-    keep_stress: bool = False
-    workers: int = Field(0, ge=0)
+    lang: str = _field(..., "the language of the g2p")
+    corpus: str | None = _field(
+        None, "the vocabulary: a corpus or alignment of the registry (words seen min_count times)"
+    )
+    word_list: str | None = _field(None, "the vocabulary: a word-list file (one word a line)")
+    min_count: int = _field(1, "a corpus word's least number of occurrences to be in the vocabulary", ge=1)
+    k: int = _field(3, "confusable words kept per word", ge=1, le=100)
+    keep_stress: bool = _field(False, "compare phonemes with their stress marks (languages with stress)")
+    workers: int = _field(0, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
 
     @model_validator(mode="after")
     def _one_vocabulary(self):
@@ -131,22 +173,26 @@ class ConfusablesParams(Section):
 
 class SplitParams(Section):
     """Document-level splits by a seeded hash of the document id (a document keeps its split when
-    others are added)."""
+    others are added).  Neither ratios nor counts: :data:`DEFAULT_RATIOS` (``split: {}``)."""
 
-    ratios: dict[SplitName, Annotated[float, Field(ge=0)]] | None = None
-    counts: dict[SplitName, Annotated[int, Field(ge=0)]] | None = None
-    seed: int = 0
-    #: each stratum (the set of marks a document has) split by the same ratios (Gupta 2021)
-    stratify: bool = False
-    #: keep documents with more than this many sentences
-    min_sentences: int = Field(0, ge=0)
-    #: keep segments with at least this many marks (indic-punct keeps lines with a mark)
-    min_marks: int = Field(0, ge=0)
-    #: corpora that keep a split of their own (the given files of a benchmark)
-    fixed: dict[str, SplitName] = {}
-    test_corpora: list[str] = []
-    #: remove train segments whose exact words also occur in dev or test
-    drop_train_duplicates: bool = False
+    ratios: dict[SplitName, Annotated[float, Field(ge=0)]] | None = _field(
+        None, "share of the documents per split {train, dev, test} (default 0.8/0.1/0.1 when no counts)"
+    )
+    counts: dict[SplitName, Annotated[int, Field(ge=0)]] | None = _field(
+        None, "documents per split {train, dev, test}, taken in hash order"
+    )
+    strict: bool = _field(False, "refuse counts the corpora cannot fill (else a warning and the report's asked/got)")
+    seed: int = _field(1, "seed of the document hash")
+    stratify: bool = _field(
+        False, "each stratum (the set of marks a document has) split by the same ratios (Gupta 2021)"
+    )
+    min_sentences: int = _field(0, "keep documents with more than this many sentences", ge=0)
+    min_marks: int = _field(
+        0, "keep segments with at least this many marks (indic-punct keeps lines with a mark)", ge=0
+    )
+    fixed: dict[str, SplitName] = _field({}, "corpora that keep a split of their own (the given files of a benchmark)")
+    test_corpora: list[str] = _field([], "corpora that are all test (fixed to test)")
+    drop_train_duplicates: bool = _field(False, "remove train segments whose exact words also occur in dev or test")
 
     @model_validator(mode="after")
     def _one_rule(self):
@@ -154,25 +200,29 @@ class SplitParams(Section):
             raise ValueError("give split ratios or split counts, not both")
         if self.ratios is not None and not sum(self.ratios.values()) > 0:
             raise ValueError("split ratios must have a positive sum")
+        if self.ratios is None and self.counts is None:
+            self.ratios = dict(DEFAULT_RATIOS)
         if self.stratify and self.ratios is None:
             raise ValueError("stratify takes split ratios")
+        if self.strict and self.counts is None:
+            raise ValueError("strict checks split counts: give counts")
         return self
 
 
 class AugmentParams(Section):
     """ASR-error augmentation (Alam 2020; 3R, Zheng 2022), drawn per (seed, epoch or copy, segment)."""
 
-    kind: Literal["alam", "3r"]
-    alpha: float = Field(0.15, ge=0, le=1)
-    alpha_sub: float = Field(0.4, ge=0, le=1)
-    alpha_del: float = Field(0.4, ge=0, le=1)
-    p_delete: float = Field(0.05, ge=0, le=1)
-    p_substitute: float = Field(0.05, ge=0, le=1)
-    p_phoneme: float = Field(0.05, ge=0, le=1)
-    #: 3r: the confusables entry whose vocabulary feeds phoneme edition
-    confusables: str | None = None
-    #: materialized copies of train in augmented.parquet (for audit; training draws anew)
-    copies: int = Field(1, ge=1)
+    kind: Literal["alam", "3r"] = _field(..., "alam: Alam 2020's word edits; 3r: Zheng 2022's 3R")
+    alpha: float = _field(0.15, "alam: share of the words edited", ge=0, le=1)
+    alpha_sub: float = _field(0.4, "alam: share of the edits that substitute a word", ge=0, le=1)
+    alpha_del: float = _field(0.4, "alam: share of the edits that delete a word", ge=0, le=1)
+    p_delete: float = _field(0.05, "3r: probability of deleting a word", ge=0, le=1)
+    p_substitute: float = _field(0.05, "3r: probability of substituting a random word", ge=0, le=1)
+    p_phoneme: float = _field(0.05, "3r: probability of substituting a confusable word", ge=0, le=1)
+    confusables: str | None = _field(None, "3r: the confusables entry whose vocabulary feeds phoneme edition")
+    copies: int = _field(
+        1, "materialized copies of train in augmented.parquet (for audit; training draws anew)", ge=1, le=1000
+    )
 
     @model_validator(mode="after")
     def _check(self):
@@ -189,42 +239,66 @@ class AugmentParams(Section):
 
 
 class OversampleParams(Section):
-    #: copies of train question sentences inserted into train documents up to this QUESTION share (Rao 2022)
-    question_share: float | None = Field(None, gt=0, lt=1)
-    augment: AugmentParams | None = None
+    """Train-only oversampling of questions, and materialized augmentation for the audit."""
+
+    question_share: float | None = _field(
+        None,
+        "copies of train question sentences inserted into train documents up to this QUESTION share (Rao 2022)",
+        gt=0,
+        lt=1,
+    )
+    augment: AugmentParams | None = _field(None, "ASR-error augmentation of train")
+
+
+#: [CLS] and [SEP] around each sequence: what a chunk of ``max_len`` tokens spends on specials
+SPECIAL_TOKENS = 2
 
 
 class SequencesParams(Section):
-    #: ``train``: a BPE tokenizer trained on the train split; else a pretrained name or folder
-    tokenizer: str = "train"
-    vocab_size: int = Field(2000, ge=100)
-    lowercase: bool = False
-    max_len: int = Field(256, ge=8)
-    mode: Literal["chunk", "segment"] = "chunk"
-    stride: int = Field(0, ge=0)
-    slot_filling: bool = False
-    engine: EngineOverride | None = None
+    """Model-ready token sequences with a label on each word's last token."""
+
+    tokenizer: str = _field(
+        "train", "train: a BPE tokenizer trained on the train split; else a pretrained name or folder"
+    )
+    vocab_size: int = _field(2000, "vocabulary of a trained tokenizer", ge=100, le=MAX_VOCAB_SIZE)
+    lowercase: bool = _field(False, "a trained tokenizer lowercases")
+    max_len: int = _field(256, "tokens per sequence, specials included", ge=8, le=MAX_LEN)
+    mode: Literal["chunk", "segment"] = _field(
+        "chunk", "chunk: documents cut into max_len sequences; segment: a sequence per segment"
+    )
+    stride: int = _field(
+        0, "words shared by consecutive chunks of a long document (less than max_len - 2)", ge=0, le=MAX_LEN
+    )
+    slot_filling: bool = _field(False, "a mask token after every word carries its label")
+    engine: EngineOverride | None = _field(None, "engine keys for this stage")
+
+    @model_validator(mode="after")
+    def _stride_fits(self):
+        # a chunk holds at most max_len - 2 words (a token each): a stride as long never advances
+        if self.stride and self.stride >= self.max_len - SPECIAL_TOKENS:
+            raise ValueError(
+                f"stride: {self.stride} words must be fewer than the {self.max_len - SPECIAL_TOKENS} "
+                f"a chunk holds at most (max_len {self.max_len} minus [CLS] and [SEP])"
+            )
+        return self
 
 
 class ExportParams(Section):
-    formats: list[Literal["tsv", "nemo", "hf"]] = []
-    #: tsv: a third column with the case label
-    case_column: bool = False
+    """Exports of the oversampled dataset for other toolkits."""
+
+    formats: list[Literal["tsv", "nemo", "hf"]] = _field([], "export formats (data/datasets/<name>/export/<format>/)")
+    case_column: bool = _field(False, "tsv: a third column with the case label")
 
 
 class DatasetParams(Section):
-    corpora: list[str] = []
-    split: SplitParams = SplitParams()
-    oversample: OversampleParams = OversampleParams()
-    sequences: SequencesParams = SequencesParams()
-    export: ExportParams = ExportParams()
-    engine: EngineOverride | None = None
+    """A model-ready dataset: split, oversample, sequences and export of some corpora."""
 
-    @model_validator(mode="after")
-    def _has_rule(self):
-        if self.corpora and self.split.ratios is None and self.split.counts is None:
-            raise ValueError("split: corpora to split need split ratios or split counts")
-        return self
+    corpora: list[str] = _field([], "corpora and alignments split together")
+    split: SplitParams = _field(SplitParams(), "how documents are split")
+    oversample: OversampleParams = _field(OversampleParams(), "oversampling and augmentation of train")
+    sequences: SequencesParams = _field(SequencesParams(), "the token sequences")
+    export: ExportParams = _field(ExportParams(), "exports for other toolkits")
+    engine: EngineOverride | None = _field(None, "engine keys for this dataset's stages")
 
 
 def _train_model():
@@ -254,16 +328,33 @@ class Params(Section):
         for item in (override, *more):
             if item is not None:
                 engine = item.over(engine)
-        update = {}
-        if os.environ.get("PUNCT_ENGINE"):
-            update["engine"] = os.environ["PUNCT_ENGINE"]
-        if os.environ.get("PUNCT_WORKERS"):
-            update["workers"] = int(os.environ["PUNCT_WORKERS"])
+        update = environment_overrides()
         return EngineParams.model_validate({**engine.model_dump(), **update}) if update else engine
 
     def segment_names(self) -> list[str]:
         """Names with a segment dataset under data/segments: corpora, then alignments."""
         return [*self.corpora, *self.alignments]
+
+
+def environment_overrides(environ=None) -> dict:
+    """The engine keys set by ``PUNCT_ENGINE`` and ``PUNCT_WORKERS`` (empty or unset: none), each
+    checked here so that a bad value is one line naming the variable, not a validation dump."""
+    environ = os.environ if environ is None else environ
+    update: dict = {}
+    engine = environ.get("PUNCT_ENGINE", "").strip()
+    if engine:
+        allowed = typing.get_args(EngineParams.model_fields["engine"].annotation)
+        if engine not in allowed:
+            raise ParamsError(f"PUNCT_ENGINE: expected one of {', '.join(allowed)}, got {engine!r}")
+        update["engine"] = engine
+    workers = environ.get("PUNCT_WORKERS", "").strip()
+    if workers:
+        if not (workers.isascii() and workers.isdigit()):
+            raise ParamsError(f"PUNCT_WORKERS: expected a whole number >= 0, got {workers!r}")
+        if int(workers) > MAX_WORKERS:
+            raise ParamsError(f"PUNCT_WORKERS: expected at most {MAX_WORKERS}, got {workers!r}")
+        update["workers"] = int(workers)
+    return update
 
 
 # ------------------------------------------------------------------------------- error wording
@@ -346,9 +437,64 @@ def reader_problem(reader) -> str | None:
     return f"{reader!r} is not a reader{hint}"
 
 
+def name_problem(name) -> str | None:
+    """Why ``name`` cannot name a corpus, alignment, dataset... (see :data:`NAME_PATTERN`), or None."""
+    if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
+        return None
+    return (
+        f"{name!r} is not a usable name: letters, digits, '_', '-' and '.' only, "
+        "not starting with '.' or '-' (it becomes a file name and a word of a shell command)"
+    )
+
+
 def _check_name(name, where: str, section: str) -> None:
-    if not isinstance(name, str) or not name or "/" in name or name.startswith(".") or name != name.strip():
-        raise ParamsError(f"{where}: {section}.{name}: a name must be a non-empty string without '/'")
+    if problem := name_problem(name):
+        raise ParamsError(f"{where}: {section}.{name}: {problem}")
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice in one mapping: YAML keeps the last one
+    silently, which drops a whole corpus entry written twice."""
+
+
+def _mapping_without_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # a merged key may be overridden: not a repeat
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: the constructor below says so
+            continue
+        if first is not None:
+            raise _DuplicateKey(
+                None,
+                None,
+                f"key {key!r} given twice (lines {first.start_mark.line + 1} and {key_node.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def load_yaml(text: str, where: str):
+    """A params file's YAML, or ParamsError naming the file and line (a key given twice included)."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        if isinstance(exc, _DuplicateKey):
+            raise ParamsError(f"{where}{line}: {exc.problem}") from None
+        raise ParamsError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
 
 
 def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) -> Params:
@@ -370,12 +516,7 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
         text = read_text(path)  # names the file on a missing file or invalid UTF-8
     except InputError as exc:
         raise ParamsError(str(exc)) from None
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise ParamsError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = load_yaml(text, where) or {}
     if not isinstance(data, dict):
         raise ParamsError(f"{where}: expected a mapping of sections at the top level")
     for key in ("corpus_entries", "train_entries"):

@@ -39,6 +39,7 @@ def _main(argv=None) -> int:
         max_wer=entry.max_wer,
         force=entry.force,
         engine=params.engine_for(entry.engine),
+        pairs_file=entry.pairs,
     )
     for warning in report["warnings"]:
         log.warning("warning: %s", warning)

@@ -48,7 +48,8 @@ def _main(argv=None) -> int:
     alignments = {name: location.join(data, "alignment", f"{name}.json") for name in params.alignments}
     datasets = {name: location.join(data, "datasets", name, "report.json") for name in params.datasets}
     result = with_reports(result, alignments, datasets)
-    write_outputs(result, histograms, args.out, inputs=paths)
+    readers = {name: entry.get("reader") for name, entry in params.corpora.items()}
+    write_outputs(result, histograms, args.out, inputs=paths, readers=readers)
     log.info("audit: %d dataset(s) -> %s/audit.json, audit.html, table1.md", len(result), args.out)
     return 0
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
+import shlex
 import sys
 from pathlib import Path
 
@@ -103,20 +104,30 @@ def closure(*modules: str) -> tuple[str, ...]:
     return tuple(sorted({str(_module_file(m).relative_to(ROOT)) for m in seen} | files))
 
 
+def _registered(lang: str, part: str) -> list[str]:
+    """The language registry's module of ``part`` for ``lang``, where it is one of this project's
+    (a plugin's modules are an installed package's, not files of this repository)."""
+    from pipeline.text import registry
+
+    entry = registry.lookup(lang)
+    name = getattr(entry, part) if entry is not None else None
+    return [name] if name and _module_file(name) else []
+
+
 def _language_modules(lang: str) -> list[str]:
-    return [f"pipeline.text.languages.{lang}"]
+    return _registered(lang, "language")
 
 
 def _grammar_modules(lang: str) -> list[str]:
     """The verbalizer and the language's grammar, if it has one."""
-    own = f"pipeline.text.verbalize.{lang}"
-    return ["pipeline.text.verbalize", *([own] if _module_file(own) else [])]
+    return ["pipeline.text.verbalize", *_registered(lang, "verbalizer")]
 
 
 def _g2p_modules(lang: str) -> list[str]:
     from pipeline.phonetics.g2p import g2p_module
 
-    return ["pipeline.phonetics.g2p", g2p_module(lang)]
+    g2p_module(lang)  # no converter for the language: the params error, here too
+    return ["pipeline.phonetics.g2p", *_registered(lang, "g2p")]
 
 
 def _under(path: str, folders: list[str]) -> bool:
@@ -165,6 +176,13 @@ def _has_key(document: dict, dotted: str) -> bool:
     return True
 
 
+def command(module: str | None, *words: str) -> str:
+    """``python -m module words...`` (None: the words alone), every word quoted for the shell: the
+    names are checked against a safe pattern already, a path from a params file is not."""
+    head = f"python -m {module} " if module else ""
+    return head + " ".join(shlex.quote(str(w)) for w in words)
+
+
 def stages(params, layout: Layout, document: dict | None = None) -> dict:
     """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`).
 
@@ -199,8 +217,9 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         files = [entry.user_dict, entry.model_dump().get("sources")]
         stage(
             f"ingest-{name}",
-            f"python -m stages.ingest {name} --params {p} --out {layout.segments(name)} "
-            f"--stats {data}/stats/{name}.json",
+            command("stages.ingest", name, "--params", p, "--out", layout.segments(name))
+            + " "
+            + command(None, "--stats", f"{data}/stats/{name}.json"),
             _deps([entry.input], closure(*modules), _lexicon_dirs(entry.lang), [f for f in files if f]),
             [layout.segments(name), nocache(f"{data}/stats/{name}.json")],
             [f"corpora.{name}"],
@@ -211,9 +230,14 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         ref, hyp = layout.segments(entry.ref), layout.segments(entry.hyp)
         stage(
             f"align-{name}",
-            f"python -m stages.align {name} --params {p} --ref {ref} --hyp {hyp} --out {layout.segments(name)} "
-            f"--report {data}/alignment/{name}.json",
-            _deps([ref, hyp], closure(*modules), [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else []),
+            command("stages.align", name, "--params", p, "--ref", ref, "--hyp", hyp)
+            + " "
+            + command(None, "--out", layout.segments(name), "--report", f"{data}/alignment/{name}.json"),
+            _deps(
+                [ref, hyp, *([entry.pairs] if entry.pairs else [])],
+                closure(*modules),
+                [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [],
+            ),
             [layout.segments(name), nocache(f"{data}/alignment/{name}.json")],
             [f"alignments.{name}"],
         )
@@ -222,8 +246,9 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         target = f"{layout.lexicons}/confusables/{name}.parquet"
         stage(
             f"confusables-{name}",
-            f"python -m stages.confusables {name} --params {p} --vocab {vocab} --out {target} "
-            f"--report {data}/confusables/{name}.json",
+            command("stages.confusables", name, "--params", p, "--vocab", vocab, "--out", target)
+            + " "
+            + command(None, "--report", f"{data}/confusables/{name}.json"),
             _deps(
                 [vocab],
                 closure("stages.confusables", *_g2p_modules(entry.lang), *_language_modules(entry.lang)),
@@ -237,8 +262,9 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         fixed = [*entry.split.test_corpora, *entry.split.fixed]
         stage(
             f"split-{name}",
-            f"python -m stages.split {name} --params {p} --segments-dir {data}/segments "
-            f"--out {d('split.parquet')} --report {d('split_report.json')}",
+            command("stages.split", name, "--params", p, "--segments-dir", f"{data}/segments")
+            + " "
+            + command(None, "--out", d("split.parquet"), "--report", d("split_report.json")),
             _deps([layout.segments(c) for c in [*entry.corpora, *fixed]], closure("stages.split")),
             [d("split.parquet"), nocache(d("split_report.json"))],
             [f"datasets.{name}.corpora", f"datasets.{name}.split"],
@@ -249,18 +275,25 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         )
         stage(
             f"oversample-{name}",
-            f"python -m stages.oversample {name} --params {p} --in {d('split.parquet')} "
-            f"--out {d('oversampled.parquet')} --augmented {d('augmented.parquet')} "
-            f"--report {d('oversample_report.json')}" + (f" --confusables {confusables}" if confusables else ""),
+            command("stages.oversample", name, "--params", p, "--in", d("split.parquet"))
+            + " "
+            + command(None, "--out", d("oversampled.parquet"), "--augmented", d("augmented.parquet"))
+            + " "
+            + command(None, "--report", d("oversample_report.json"))
+            + (" " + command(None, "--confusables", confusables) if confusables else ""),
             _deps([d("split.parquet"), confusables], closure("stages.oversample")),
             [d("oversampled.parquet"), d("augmented.parquet"), nocache(d("oversample_report.json"))],
             [f"datasets.{name}.oversample", f"datasets.{name}.split.seed"],
         )
         stage(
             f"sequences-{name}",
-            f"python -m stages.sequences {name} --params {p} --in {d('oversampled.parquet')} "
-            f"--out {d('sequences.parquet')} --tokenizer {d('tokenizer')} --report {d('report.json')} "
-            f"--reports {d('split_report.json')} {d('oversample_report.json')}",
+            command("stages.sequences", name, "--params", p, "--in", d("oversampled.parquet"))
+            + " "
+            + command(
+                None, "--out", d("sequences.parquet"), "--tokenizer", d("tokenizer"), "--report", d("report.json")
+            )
+            + " "
+            + command(None, "--reports", d("split_report.json"), d("oversample_report.json")),
             _deps(
                 [d("oversampled.parquet"), d("split_report.json"), d("oversample_report.json")],
                 closure("stages.sequences"),
@@ -271,7 +304,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         if entry.export.formats:
             stage(
                 f"export-{name}",
-                f"python -m stages.export {name} --params {p} --in {d('oversampled.parquet')} --out {d('export')}",
+                command("stages.export", name, "--params", p, "--in", d("oversampled.parquet"), "--out", d("export")),
                 _deps([d("oversampled.parquet")], closure("stages.export")),
                 [d("export")],
                 [f"datasets.{name}.export"],
@@ -289,9 +322,12 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         segments = [d("oversampled.parquet")] if aug is not None or entry.capitalization else []
         stage(
             f"train-{name}",
-            f"python -m stages.train {name} --params {p} --dataset {layout.data}/datasets/{entry.dataset}"
-            + (f" --confusables {confusables}" if confusables else "")
-            + f" --model-dir {layout.models}/{name} --metrics {reports}/train_{name}.json --plots-dir {reports}",
+            command("stages.train", name, "--params", p, "--dataset", f"{layout.data}/datasets/{entry.dataset}")
+            + (" " + command(None, "--confusables", confusables) if confusables else "")
+            + " "
+            + command(None, "--model-dir", f"{layout.models}/{name}", "--metrics", f"{reports}/train_{name}.json")
+            + " "
+            + command(None, "--plots-dir", reports),
             _deps(
                 [d("sequences.parquet"), d("tokenizer"), *segments, *([confusables] if confusables else [])],
                 closure("stages.train"),
@@ -317,7 +353,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
     reports = layout.reports
     stage(
         "audit",
-        f"python -m stages.audit --params {p} --data-dir {data} --out {reports}",
+        command("stages.audit", "--params", p, "--data-dir", data, "--out", reports),
         _deps(
             segments,
             [f"{data}/alignment/{n}.json" for n in params.alignments],
@@ -376,10 +412,10 @@ PIPELINES = {
 
 
 def render(target: str) -> str:
-    from pipeline.params import load
+    from pipeline.params import load, load_yaml
 
     params_file, layout, header = PIPELINES[target]
-    document = yaml.safe_load((ROOT / params_file).read_text(encoding="utf-8")) or {}
+    document = load_yaml((ROOT / params_file).read_text(encoding="utf-8"), params_file) or {}
     body = yaml.safe_dump({"stages": stages(load(ROOT / params_file), layout, document)}, sort_keys=False, width=120)
     return header + body
 

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from pipeline import params as P
-from pipeline.datasets.export import export_datasets
+from pipeline.datasets.export import dataset_card, export_datasets, export_warnings
 from pipeline.engine import location, writing
 from stages.common import ArgumentParser, add_logging_options, run, setup_logging
 
@@ -27,12 +27,16 @@ def _main(argv=None) -> int:
     params = P.load(args.params, [("datasets", args.name)])
     if args.name not in params.datasets:
         raise P.ParamsError(f"{args.params}: datasets.{args.name}: no such dataset")
-    entry = params.datasets[args.name].export
+    dataset = params.datasets[args.name]
+    entry = dataset.export
+    card = dataset_card(params, args.name, f"python -m stages.export {' '.join(argv or sys.argv[1:])}")
     with writing.Outputs(inputs=[args.input]) as outputs:
         folder = outputs.dataset(args.out)
         for fmt in entry.formats:
-            splits = export_datasets([args.input], fmt, folder / fmt, case_column=entry.case_column)
-            log.info("export %s: %s (%s)", args.name, fmt, ", ".join(splits))
+            report = export_datasets([args.input], fmt, folder / fmt, case_column=entry.case_column, card=card)
+            log.info("export %s: %s (%s)", args.name, fmt, ", ".join(report["splits"]))
+            for warning in export_warnings(report):
+                log.warning("export %s: %s: %s", args.name, fmt, warning)
         writing.write_manifest(folder, {"kind": "exports", "formats": list(entry.formats)})
     return 0
 

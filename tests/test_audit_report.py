@@ -82,7 +82,11 @@ def test_splits_drift_oov_leakage():
     assert set(result["splits"]) == {"train", "dev", "test"}
     assert result["splits"]["dev"]["oov_rate"] == pytest.approx(100 * 2 / 3, abs=0.01)
     assert result["splits"]["test"]["oov_rate"] == 0.0
-    assert result["leakage"] == {"documents_in_several_splits": 1, "segments_in_several_splits": 1}
+    assert result["leakage"] == {
+        "documents_in_several_splits": 1,
+        "segments_in_several_splits": 1,
+        "documents_found": {"train+test": [["c", "a"]]},
+    }
     assert result["drift"]["dev"]["QUESTION"] == pytest.approx(100 / 3, abs=0.01)
     assert "dev QUESTION share differs from train" in result["warnings"]
 

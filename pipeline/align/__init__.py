@@ -1,12 +1,13 @@
 """Alignment: reference punctuation and case carried onto ASR transcripts.
 
 ``alignment`` matches words (with numbers expanded to their spoken forms), aligns each pair of
-documents, transfers marks and case, reports what it did, and runs as a sharded step over datasets.
+documents, transfers marks and case, reports what it did, and runs as a sharded step over datasets;
+``pairing`` decides which documents are aligned together (by id, by order, or a pairs file).
 """
 
 from pipeline._lazy import lazy_exports
 
-__all__ = ["AlignReport", "align_datasets", "align_tables", "pair_documents"]
+__all__ = ["AlignReport", "Pairing", "align_datasets", "align_tables", "pair", "pair_documents", "read_pairs"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
@@ -14,5 +15,8 @@ __getattr__, __dir__ = lazy_exports(
         "align_tables": "alignment",
         "pair_documents": "alignment",
         "AlignReport": "alignment",
+        "Pairing": "pairing",
+        "pair": "pairing",
+        "read_pairs": "pairing",
     },
 )

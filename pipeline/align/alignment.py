@@ -51,8 +51,9 @@ import pyarrow.parquet as pq
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
+from pipeline.align.pairing import AlignmentError, Pairing, pair
 from pipeline.engine.executor import map_ordered
-from pipeline.errors import InputError, ParamsError
+from pipeline.errors import ParamsError
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABELS
 from pipeline.schema import CASE_VALUES, LABEL_VALUES, segments_table
 from pipeline.text.scripts import dominant_script
@@ -65,10 +66,6 @@ _A_MEANS_ONE = frozenset({"hundred", "thousand", "million", "billion", "trillion
 _EQUAL, _SUB, _DEL = 0, 1, 2
 #: a substituted word this similar (rapidfuzz ratio, 0-100) to its reference still counts as recognized
 SIMILARITY = 80.0
-
-
-class AlignmentError(InputError):
-    pass
 
 
 @dataclass
@@ -506,26 +503,9 @@ def _documents(table: pa.Table, with_case: bool = False) -> dict[str, _Document]
 
 
 def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id") -> list[tuple[str, str]]:
-    """Pairs of (reference, hypothesis) documents.
-
-    ``id``: documents of the same id (two single-document sides pair up whatever their ids);
-    ``order``: the k-th hypothesis document with the k-th reference document.
-    """
-    if pair_by == "order":
-        if len(hyp_docs) > len(ref_docs):
-            raise AlignmentError(f"{len(hyp_docs)} hypothesis documents but only {len(ref_docs)} reference documents")
-        return list(zip(ref_docs, hyp_docs))
-    if pair_by != "id":
-        raise ParamsError(f"pair_by must be id or order, not {pair_by!r}")
-    if len(ref_docs) == 1 and len(hyp_docs) == 1:
-        return [(ref_docs[0], hyp_docs[0])]
-    known = set(ref_docs)
-    missing = [d for d in hyp_docs if d not in known]
-    if missing:
-        raise AlignmentError(
-            f"{len(missing)} hypothesis document(s) have no reference document of the same id, e.g. {missing[0]!r}"
-        )
-    return [(d, d) for d in hyp_docs]
+    """Pairs of (reference, hypothesis) documents (:func:`pipeline.align.pairing.pair`, every
+    hypothesis document paired or an AlignmentError)."""
+    return pair(ref_docs, hyp_docs, pair_by).pairs
 
 
 def _align_job(job) -> DocumentAlignment:
@@ -573,8 +553,10 @@ class AlignReport:
         errors = e["substitutions"] + e["deletions"] + e["insertions"]
         return errors / e["reference_tokens"] if e["reference_tokens"] else 1.0
 
-    def finish(self, labels_before: dict[str, int], max_wer: float = 0.5, force: bool = False) -> dict:
-        warnings = []
+    def finish(
+        self, labels_before: dict[str, int], max_wer: float = 0.5, force: bool = False, pairing: Pairing | None = None
+    ) -> dict:
+        warnings = pairing.warnings() if pairing is not None else []
         if self.ignored_hypothesis_labels:
             warnings.append(
                 f"the hypothesis carried {self.ignored_hypothesis_labels} punctuation labels: ignored (stripped)"
@@ -615,6 +597,7 @@ class AlignReport:
                 "dropped": case_dropped,
                 "labels_after": {k: int(self.case_after[k]) for k in CASE_LABELS},
             },
+            **(pairing or Pairing([])).report(),
             "warnings": warnings,
             "ignored_hypothesis_labels": self.ignored_hypothesis_labels,
             "ignored_hypothesis_case": self.ignored_hypothesis_case,
@@ -715,16 +698,21 @@ def align_tables(
     corpus: str | None = None,
     pair_by: str = "id",
     workers: int = 1,
+    pairs_file=None,
 ) -> tuple[pa.Table, dict]:
     """Hypothesis segments labelled from the reference, and the alignment report (tables in memory).
 
     ``workers`` > 1 aligns documents on that many processes (0: one per core); the
-    output is the same whatever the number.
+    output is the same whatever the number.  Documents are paired by ``pair_by`` (and
+    ``pairs_file``), see :mod:`pipeline.align.pairing`; with ``force``, a hypothesis document
+    left unpaired is left out of the output and reported.
     """
     hyp_ids = list(_documents(hyp))
-    pairs = pair_documents(list(_documents(ref)), hyp_ids, pair_by) if hyp_ids else []
-    out, report = align_part(ref, hyp, pairs, policy, verbalizer, corpus, workers)
-    return out, report.finish(label_counts(ref), max_wer, force)
+    pairing = pair(list(_documents(ref)), hyp_ids, pair_by, pairs_file, force) if hyp_ids else Pairing([])
+    if pairing.unpaired_hypothesis:
+        hyp = hyp.filter(pc.is_in(hyp["doc_id"], value_set=pa.array([h for _, h in pairing.pairs], pa.string())))
+    out, report = align_part(ref, hyp, pairing.pairs, policy, verbalizer, corpus, workers)
+    return out, report.finish(label_counts(ref), max_wer, force, pairing)
 
 
 def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool) -> None:
@@ -753,7 +741,7 @@ class AlignStep:
 
     def __init__(self, ref_path: str, policy: str, lang: str | None, corpus: str, pairing: dict | None):
         self.ref_path, self.policy, self.lang, self.corpus = str(ref_path), policy, lang, corpus
-        self.pairing = pairing  # hyp doc -> ref doc per shard index (order pairing, single documents); None: by id
+        self.pairing = pairing  # hyp doc -> ref doc per shard index (documents not in it are left out); None: by id
 
     def __call__(self, shard):
         from pipeline.engine.dataset import read_segments
@@ -763,8 +751,13 @@ class AlignStep:
         from pipeline.text.verbalize import verbalizer_or_none
 
         hyp = read_segments(shard)
+        if self.pairing is not None:
+            mapping = self.pairing.get(shard.index, {})
+            if hyp.num_rows and len(mapping) < len(set(hyp["doc_id"].to_pylist())):  # unpaired, left out (--force)
+                hyp = hyp.filter(pc.is_in(hyp["doc_id"], value_set=pa.array(list(mapping), pa.string())))
         hyp_ids = list(_documents(hyp))
-        mapping = self.pairing.get(shard.index, {}) if self.pairing is not None else {d: d for d in hyp_ids}
+        if self.pairing is None:
+            mapping = {d: d for d in hyp_ids}
         wanted = sorted(set(mapping.values()))
         tables = []
         for file in parquet_files(self.ref_path):
@@ -802,14 +795,17 @@ def align_datasets(
     report,
     policy: str = "guerreiro",
     lang: str | None = None,
-    corpus: str = "aligned",
+    corpus: str | None = "aligned",
     pair_by: str = "id",
     max_wer: float = 0.5,
     force: bool = False,
     engine=None,
+    pairs_file=None,
 ) -> dict:
     """Reference punctuation onto a hypothesis dataset, shard by shard, into ``out`` (a folder of parts)
-    and ``report``; the WER check covers the whole corpus and, failing, leaves no output."""
+    and ``report``; the WER check covers the whole corpus and, failing, leaves no output.  Documents
+    are paired by ``pair_by`` (and ``pairs_file``) before any shard is aligned, so a pairing
+    problem fails at once (:mod:`pipeline.align.pairing`)."""
     from pipeline.engine import reading, writing
     from pipeline.engine.dataset import counts_of, finish, row_shards, run_step
     from pipeline.engine.executor import executor
@@ -821,16 +817,14 @@ def align_datasets(
     ref_docs = _document_ids(ref_path)
     hyp_docs_by_shard = [_shard_document_ids(s) for s in shards]
     hyp_docs = [d for docs in hyp_docs_by_shard for d in docs]
-    pairing = None
-    if pair_by == "order" or (len(ref_docs) == 1 and len(hyp_docs) == 1):
-        pairs = pair_documents(ref_docs, hyp_docs, pair_by)
-        by_hyp = {h: r for r, h in pairs}
-        pairing = {s.index: {d: by_hyp[d] for d in docs} for s, docs in zip(shards, hyp_docs_by_shard)}
+    pairing = pair(ref_docs, hyp_docs, pair_by, pairs_file, force) if hyp_docs else Pairing([])
+    by_hyp = {h: r for r, h in pairing.pairs}
+    mapping = {s.index: {d: by_hyp[d] for d in docs if d in by_hyp} for s, docs in zip(shards, hyp_docs_by_shard)}
     with writing.Outputs(inputs=[ref_path, hyp_path]) as outputs:
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            results = run_step(runner, AlignStep(ref_path, policy, lang, corpus, pairing), shards, folder, "align")
+            results = run_step(runner, AlignStep(ref_path, policy, lang, corpus, mapping), shards, folder, "align")
         merged = AlignReport(policy)
         for result in results:
             merged.merge(result.payload)
@@ -838,7 +832,7 @@ def align_datasets(
         for batch in reading.iter_batches(ref_path, columns=["labels"]):
             for label, n in label_counts(batch).items():
                 labels_before[label] += n
-        out_report = merged.finish(labels_before, max_wer, force)
+        out_report = merged.finish(labels_before, max_wer, force, pairing)
         counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME)
         writing.write_json_in_place(out_report, report_path)

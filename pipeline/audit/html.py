@@ -33,120 +33,270 @@ def capped_histogram(histogram, bins: int = 40) -> list[tuple[int, int]]:
 
 
 _COLORS = {"O": "#9aa5b1", "COMMA": "#1f77b4", "PERIOD": "#d62728", "QUESTION": "#2ca02c"}
+_HIST_COLOR = "#ff7f0e"
+MARKS = ("COMMA", "PERIOD", "QUESTION")
+#: readers of the data Alam et al. (2020) released (xashru's TSV): its off-by-one note is about them
+ALAM_READERS = frozenset({"tsv"})
+#: the note of :data:`NOTES` about Alam et al. (2020), shown only beside the datasets it concerns
+ALAM_NOTE = next(n for n in NOTES if n.startswith("Alam et al. (2020)"))
+#: histogram bins: words per sentence, the last bin every longer sentence
+HIST_BINS = ((1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 35), (36, 39), (40, None))
+
+# chart geometry (SVG user units; the SVG scales to the page width)
+_W, _H = 440, 250
+_LEFT, _RIGHT, _TOP, _BOTTOM = 58, 12, 34, 52
 
 
-def _svg_shares(name: str, summary: dict) -> str:
-    width, height, pad = 420, 180, 30
-    marks = ["COMMA", "PERIOD", "QUESTION"]
-    top = max([summary["label_shares"][m] for m in marks] + [1.0])
-    bar = (width - 2 * pad) / len(marks)
+def nice_axis(top: float, ticks: int = 5, whole: bool = False) -> tuple[float, float]:
+    """(axis maximum, tick step) for values up to ``top``: a step of 1, 2, 2.5 or 5 times a power
+    of ten, giving at most ``ticks`` steps; ``whole``: a whole-number step (counts)."""
+    import math
+
+    if top <= 0:
+        return (1.0, 1.0) if whole else (1.0, 0.25)
+    raw = top / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    steps = [m * power for m in (1, 2, 2.5, 5, 10)]
+    if whole:
+        steps = [max(1, round(step)) for step in steps if step >= 1 and step == int(step)] or [1]
+    step = next(step for step in [*steps, steps[-1] * 2] if step >= raw)
+    return math.ceil(top / step - 1e-9) * step, step
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if value < 1e6 else f"{value:.3g}"
+
+
+def _frame(title: str, label: str, x_label: str, y_label: str, axis_max: float, step: float, unit: str) -> list[str]:
+    """An SVG chart's opening: its title, the y axis with its ticks and values, the axis labels."""
+    import html
+
+    plot_h = _H - _TOP - _BOTTOM
     parts = [
-        f'<svg class="chart" role="img" aria-label="label shares of {name}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
+        f'<svg class="chart" role="img" aria-label="{html.escape(label)}" viewBox="0 0 {_W} {_H}" '
+        f'preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{html.escape(label)}</title>",
+        f'<text class="chart-title" x="{_W / 2:.0f}" y="18" font-size="14" font-weight="bold" '
+        f'text-anchor="middle">{html.escape(title)}</text>',
     ]
-    for i, label in enumerate(marks):
-        share = summary["label_shares"][label]
-        h = (height - 2 * pad) * share / top
-        x = pad + i * bar + 8
+    k = 0
+    while k * step <= axis_max + 1e-9:
+        value = k * step
+        y = _TOP + plot_h - plot_h * value / axis_max
         parts.append(
-            f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{bar - 16:.1f}" height="{max(h, 1):.1f}" '
-            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}%</title></rect>'
+            f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_W - _RIGHT}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text class="tick y-tick" x="{_LEFT - 5}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
+            f"{_number(value)}{unit}</text>"
         )
+        k += 1
+    parts += [
+        f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" stroke="#333"/>',
+        f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_W - _RIGHT}" y2="{_TOP + plot_h}" stroke="#333"/>',
+        f'<text class="axis-label x-label" x="{(_LEFT + _W - _RIGHT) / 2:.0f}" y="{_H - 8}" font-size="12" '
+        f'text-anchor="middle">{html.escape(x_label)}</text>',
+        f'<text class="axis-label y-label" x="14" y="{_TOP + plot_h / 2:.0f}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.0f})">{html.escape(y_label)}</text>',
+    ]
+    return parts
+
+
+def _svg_shares(name: str, summary: dict, axis_max: float, step: float) -> str:
+    """The punctuation labels' shares of the words, on the axis every dataset's chart shares."""
+    plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
+    parts = _frame(
+        "Punctuation labels (% of words)",
+        f"punctuation label shares of {name}",
+        "label",
+        "share of words (%)",
+        axis_max,
+        step,
+        "%",
+    )
+    bar = plot_w / len(MARKS)
+    for i, label in enumerate(MARKS):
+        share = summary["label_shares"][label]
+        h = plot_h * share / axis_max
+        x = _LEFT + i * bar + bar * 0.2
+        centre = _LEFT + (i + 0.5) * bar
         parts.append(
-            f'<text x="{x + (bar - 16) / 2:.1f}" y="{height - 10}" font-size="11" text-anchor="middle">'
-            f"{label} {share:.2f}%</text>"
+            f'<rect x="{x:.1f}" y="{_TOP + plot_h - h:.1f}" width="{bar * 0.6:.1f}" height="{h:.1f}" '
+            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}% ({summary["labels"][label]} words)</title></rect>'
+            f'<text class="value" x="{centre:.1f}" y="{_TOP + plot_h - h - 4:.1f}" font-size="11" '
+            f'text-anchor="middle">{share:.2f}%</text>'
+            f'<text class="tick x-tick" x="{centre:.1f}" y="{_TOP + plot_h + 15}" font-size="11" '
+            f'text-anchor="middle">{label}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
+def binned_histogram(histogram: list[tuple[int, int]]) -> list[tuple[str, int]]:
+    """(bin label, sentences) of a capped histogram (:func:`capped_histogram`) in :data:`HIST_BINS`."""
+    bins = []
+    for low, high in HIST_BINS:
+        label = f"{low}+" if high is None else f"{low}–{high}"
+        count = sum(n for length, n in histogram if length >= low and (high is None or length <= high))
+        bins.append((label, count))
+    return bins
+
+
 def _svg_histogram(name: str, histogram: list[tuple[int, int]]) -> str:
-    width, height, pad = 420, 180, 30
-    peak = max([c for _, c in histogram] + [1])
-    bar = (width - 2 * pad) / max(len(histogram), 1)
-    parts = [
-        f'<svg class="chart" role="img" aria-label="sentence lengths of {name}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#333"/>',
-    ]
-    for i, (length, count) in enumerate(histogram):
-        h = (height - 2 * pad) * count / peak
-        parts.append(
-            f'<rect x="{pad + i * bar:.1f}" y="{height - pad - h:.1f}" width="{max(bar - 1, 1):.1f}" '
-            f'height="{max(h, 1 if count else 0):.1f}" fill="#ff7f0e"><title>{length} words: {count}</title></rect>'
-        )
-    parts.append(
-        f'<text x="{pad}" y="{height - 10}" font-size="11">1</text>'
-        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">'
-        f"{len(histogram)}+ words</text></svg>"
+    bins = binned_histogram(histogram)
+    axis_max, step = nice_axis(max(c for _, c in bins), whole=True)
+    plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
+    parts = _frame(
+        "Sentence lengths",
+        f"sentence lengths of {name}",
+        "words per sentence",
+        "sentences",
+        axis_max,
+        step,
+        "",
     )
+    bar = plot_w / len(bins)
+    for i, (label, count) in enumerate(bins):
+        h = plot_h * count / axis_max
+        centre = _LEFT + (i + 0.5) * bar
+        parts.append(
+            f'<rect x="{_LEFT + i * bar + 1:.1f}" y="{_TOP + plot_h - h:.1f}" width="{bar - 2:.1f}" '
+            f'height="{h:.1f}" fill="{_HIST_COLOR}"><title>{label} words: {count} sentences</title></rect>'
+            f'<text class="tick x-tick" x="{centre:.1f}" y="{_TOP + plot_h + 15}" font-size="10" '
+            f'text-anchor="middle">{label}</text>'
+        )
+    parts.append("</svg>")
     return "".join(parts)
 
 
-def report_html(result: dict, histograms: dict[str, list[tuple[int, int]]], title: str = "Label audit") -> str:
-    """A self-contained page: tables, SVG charts, notes; no script, no network fetch."""
+def _empty(message: str) -> str:
     import html
 
+    return f'<div class="chart empty"><p>{html.escape(message)}</p></div>'
+
+
+def dataset_warnings(summary: dict) -> list[str]:
+    """A dataset's warnings, one per item: its drift and empty splits, and the labels it lacks."""
+    raw = summary.get("warnings") or []
+    warnings = [w for w in raw.split("; ") if w] if isinstance(raw, str) else list(raw)
+    if missing := summary.get("missing_labels"):
+        names = missing.split(",") if isinstance(missing, str) else list(missing)
+        warnings.append(f"missing labels: no {', '.join(names)} label in this dataset")
+    for split, part in summary.get("splits", {}).items():
+        if part.get("missing_labels") and part.get("words"):
+            warnings.append(f"split {split}: no {part['missing_labels'].replace(',', ', ')} label")
+    return warnings
+
+
+def _charts(name: str, summary: dict, histogram, axis: tuple[float, float]) -> str:
+    if not summary.get("words"):
+        return _empty("no words in this dataset")
+    if sum(summary["labels"][m] for m in MARKS) == 0:
+        shares = _empty("no punctuation labels in this dataset")
+    else:
+        shares = _svg_shares(name, summary, *axis)
+    if histogram is None:
+        return shares
+    if not sum(n for _, n in histogram):
+        return shares + _empty("no sentences in this dataset (no PERIOD or QUESTION label ends one)")
+    return shares + _svg_histogram(name, histogram)
+
+
+def report_html(
+    result: dict,
+    histograms: dict[str, list[tuple[int, int]]],
+    title: str = "Label audit",
+    readers: dict[str, str] | None = None,
+) -> str:
+    """A self-contained page: tables, SVG charts, warnings and notes; no script, no network fetch.
+
+    ``readers`` (dataset name -> reader) decides where the note on Alam et al. (2020) applies:
+    beside the datasets read with its format only."""
+    import html
+
+    readers = readers or {}
+    top = max([s["label_shares"][m] for s in result.values() if "label_shares" in s for m in MARKS] + [0.0])
+    axis = nice_axis(top)
     rows = []
     for name, s in result.items():
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(v))}</td>"
-                for v in (
-                    name,
-                    s["languages"],
-                    s["documents"],
-                    s["segments"],
-                    s["words"],
-                    s["labels"]["PERIOD"],
-                    s["labels"]["COMMA"],
-                    s["labels"]["QUESTION"],
-                    s["labels"]["O"],
-                    " / ".join(f"{s['case_shares'][c]:.1f}" for c in CASE_LABELS[1:]) if "case_shares" in s else "",
-                    f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}",
-                    s.get("vocabulary", ""),
-                    s.get("warnings", ""),
-                )
-            )
-            + "</tr>"
+        if "labels" not in s:
+            continue
+        cells = (
+            name,
+            s.get("languages", ""),
+            s.get("documents", ""),
+            s.get("segments", ""),
+            s["words"],
+            s["labels"]["PERIOD"],
+            s["labels"]["COMMA"],
+            s["labels"]["QUESTION"],
+            s["labels"]["O"],
+            " / ".join(f"{s['case_shares'][c]:.1f}" for c in CASE_LABELS[1:]) if "case_shares" in s else "",
+            f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}" if "sentence_length" in s else "",
+            s.get("vocabulary", ""),
+            len(dataset_warnings(s)) or "",
         )
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
     sections = []
     for name, s in result.items():
-        charts = _svg_shares(name, s) + (_svg_histogram(name, histograms[name]) if name in histograms else "")
+        if "labels" not in s:
+            continue
+        charts = _charts(name, s, histograms.get(name), axis)
         extra = ""
         if "splits" in s:
             split_rows = "".join(
                 f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
                 + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in LABELS)
-                + "".join(f"<td>{v['case_shares'][c]:.2f}</td>" for c in CASE_LABELS[1:])
+                + "".join(f"<td>{v['case_shares'][c]:.2f}</td>" for c in CASE_LABELS[1:] if "case_shares" in v)
                 + f"<td>{v.get('oov_rate', '')}</td></tr>"
                 for k, v in s["splits"].items()
             )
+            leakage = ", ".join(
+                f"{html.escape(str(v))} {html.escape(k.replace('_', ' '))}" for k, v in s.get("leakage", {}).items()
+            )
             extra = (
-                "<table><tr><th>split</th><th>docs</th><th>words</th>"
+                '<div class="scroll"><table><tr><th>split</th><th>docs</th><th>words</th>'
                 + "".join(f"<th>{l} %</th>" for l in LABELS)
                 + "".join(f"<th>case {c} %</th>" for c in CASE_LABELS[1:])
-                + f"<th>OOV %</th></tr>{split_rows}</table>"
-                + f"<p>Leakage: {s['leakage']['documents_in_several_splits']} documents and "
-                f"{s['leakage']['segments_in_several_splits']} segments in several splits.</p>"
+                + f"<th>OOV %</th></tr>{split_rows}</table></div>"
+                + (f"<p>Leakage: {leakage}.</p>" if leakage else "")
             )
-        sections.append(f'<section><h2>{html.escape(name)}</h2><div class="charts">{charts}</div>{extra}</section>')
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES)
+        warnings = dataset_warnings(s)
+        listed = (
+            '<div class="warnings"><h3>Warnings</h3><ul>'
+            + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
+            + "</ul></div>"
+            if warnings
+            else ""
+        )
+        note = ""
+        if readers.get(name) in ALAM_READERS:
+            note = f'<p class="note">Note: {html.escape(ALAM_NOTE)}</p>'
+        sections.append(
+            f'<section id="{html.escape(name)}"><h2>{html.escape(name)}</h2>{listed}'
+            f'<div class="charts">{charts}</div>{extra}{note}</section>'
+        )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES if n != ALAM_NOTE)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
 <style>
-body {{ font-family: sans-serif; margin: 2em; color: #222; }}
+body {{ font-family: sans-serif; margin: 1em; color: #222; max-width: 1200px; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }}
-.charts {{ display: flex; gap: 2em; flex-wrap: wrap; }}
+.scroll {{ overflow-x: auto; }}
+.charts {{ display: flex; gap: 1.5em; flex-wrap: wrap; }}
+.chart {{ width: 440px; max-width: 100%; height: auto; }}
+.chart.empty {{ display: flex; align-items: center; justify-content: center; aspect-ratio: 440 / 250;
+  border: 1px dashed #bbb; color: #555; text-align: center; padding: 1em; box-sizing: border-box; }}
+.warnings {{ background: #fff6e5; border-left: 4px solid #e69a00; padding: 0.2em 1em; }}
+.warnings h3 {{ margin: 0.4em 0; font-size: 1em; }}
+.note {{ font-size: 0.9em; color: #444; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<table><tr><th>dataset</th><th>lang</th><th>docs</th><th>segments</th><th>words</th><th>PERIOD</th><th>COMMA</th>
-<th>QUESTION</th><th>O</th><th>case U / A / M %</th><th>sentence length</th><th>vocabulary</th><th>warnings</th></tr>
-{"".join(rows)}</table>
+<div class="scroll"><table><tr><th>dataset</th><th>lang</th><th>docs</th><th>segments</th><th>words</th><th>PERIOD</th>
+<th>COMMA</th><th>QUESTION</th><th>O</th><th>case U / A / M %</th><th>sentence length</th><th>vocabulary</th>
+<th>warnings</th></tr>
+{"".join(rows)}</table></div>
 {"".join(sections)}
 <h2>Notes</h2><ul>{notes}</ul>
 </body></html>

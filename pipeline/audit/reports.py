@@ -45,8 +45,9 @@ def with_reports(
     return result
 
 
-def write_outputs(result: dict, histograms: dict, out: Path, inputs=()) -> None:
-    """Write every output file of the audit into ``out`` (see the module doc)."""
+def write_outputs(result: dict, histograms: dict, out: Path, inputs=(), readers: dict | None = None) -> None:
+    """Write every output file of the audit into ``out`` (see the module doc); ``readers`` (dataset
+    name -> reader) places the notes that concern one source format (:func:`report_html`)."""
     capped = {name: capped_histogram(h) for name, h in sorted(histograms.items())}
     texts = {
         "audit.json": None,
@@ -62,7 +63,7 @@ def write_outputs(result: dict, histograms: dict, out: Path, inputs=()) -> None:
             [(name, length, n) for name, rows in capped.items() for length, n in rows],
             ["dataset", "sentence_length", "sentences"],
         ),
-        "audit.html": report_html(result, capped),
+        "audit.html": report_html(result, capped, readers=readers),
         "table1.md": table1_markdown(result),
     }
     with writing.Outputs(inputs=inputs) as outputs:

@@ -11,7 +11,8 @@ Definitions (also printed in the reports):
 * drift: a split's label share minus train's, in percentage points; above the
   threshold it is listed under ``warnings``.
 * leakage: documents found in several splits, and segments (exact word sequences)
-  found in several splits.
+  found in several splits.  A document is a (corpus, doc_id) pair: ``talks#1`` of two corpora
+  are two documents.  Where documents leak, the first few are named per pair of splits.
 * case: words per capitalization label (O/U/A/M) and their shares.
 
 Every number is exact and the same as over the whole table in memory: counts and sums add up
@@ -39,6 +40,8 @@ from pipeline.schema import LABEL_VALUES, flat_codes, flat_dictionary
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
+#: leaked documents named per pair of splits
+LEAKED_NAMED = 5
 
 NOTES = [
     "Sentence length = words in a run ending with PERIOD or QUESTION, inside one document; "
@@ -170,7 +173,7 @@ class AuditShard:
             if not table.num_rows:
                 out.append({})
                 continue
-            codes = _Codes(view_table) if codes is None else codes.renamed(view_table)
+            codes = _Codes(view_table, table["corpus"]) if codes is None else codes.renamed(view_table)
             out.append(_tallies(codes, v, None if v in self.derived else groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
@@ -203,12 +206,14 @@ class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    def __init__(self, table: pa.Table):
+    def __init__(self, table: pa.Table, corpus=None):
+        """``corpus``: the rows' own corpora (``table``'s may be a view's names): with the doc id,
+        what identifies a document."""
         self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
         self.labels, _ = flat_codes(table["labels"], LABELS)
         self.case, _ = flat_codes(table["case"], CASE_LABELS)
         self.new_doc = value_changes(table["doc_id"])
-        self.doc_hashes = hashsets.string_hashes(table["doc_id"])
+        self.doc_hashes = hashsets.string_hashes(document_keys(table, corpus))
         self.word_code, values = flat_dictionary(table["words"])
         self.n_words = len(values)
         self.word_hashes = hashsets.string_array_hashes(values)
@@ -277,6 +282,14 @@ class _Codes:
         prev_end = np.r_[-1, ends[:-1]]
         starts = np.maximum(prev_end + 1, doc_start[ends])
         return ends - starts + 1
+
+
+def document_keys(table: pa.Table, corpus=None) -> pa.Array:
+    """What identifies each row's document: its corpus and doc id (``corpus``: the rows' own
+    corpora, when ``table`` names them otherwise)."""
+    corpus = table["corpus"] if corpus is None else corpus
+    keys = pc.binary_join_element_wise(corpus.cast(pa.string()), table["doc_id"].cast(pa.string()), "\x1f")
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
 def _per_combo(combo: np.ndarray, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
@@ -433,7 +446,87 @@ def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditVie
     for v, view in enumerate(views):
         view_overlaps = {(kind, corpus): o for (kind, w, corpus), o in overlaps.items() if w == v}
         out.append(_summaries(tallies[v], members[v], view_overlaps, view.drift_threshold, view.expected_splits))
+        leaking = {
+            corpus
+            for corpus, summary in out[-1][0].items()
+            if summary.get("leakage", {}).get("documents_in_several_splits")
+        }
+        if leaking:
+            for corpus, found in leaked_documents(shards, view.names, leaking).items():
+                out[-1][0][corpus]["leakage"]["documents_found"] = found
     return out
+
+
+def _shard_rows(shard, columns: list[str]) -> pa.Table:
+    return shard.table.select(columns) if isinstance(shard, TableShard) else read_rows(shard, columns)
+
+
+def leaked_documents(shards: list, names, corpora: set[str], per_pair: int = LEAKED_NAMED) -> dict:
+    """``{corpus: {"dev+train": [[corpus, doc_id], ...]}}``: the first ``per_pair`` documents (in
+    id order) found in each pair of splits, for the (view) ``corpora`` that leak.  Run only where
+    the audit found leakage: one pass keeps a hash and a split per document and split, a second
+    names the few hashes shown."""
+    found = []  # (view corpus code, key hash, split code) per distinct triple of a shard
+    view_corpora = sorted(corpora)
+    for shard in shards:
+        table = _shard_rows(shard, ["corpus", "doc_id", "split"])
+        view = _view_corpus(table, names, shard)
+        code = _codes_in(view, view_corpora)
+        split = _codes_in(table["split"], SPLITS)
+        hashes = hashsets.string_hashes(document_keys(table))
+        rows = np.flatnonzero((code >= 0) & (split >= 0))
+        triple = np.stack([code[rows].astype(np.uint64), hashes[rows], split[rows].astype(np.uint64)])
+        found.append(np.unique(triple, axis=1))
+    triples = np.unique(np.concatenate(found, axis=1), axis=1) if found else np.zeros((3, 0), np.uint64)
+    pairs: dict[int, dict[str, list[int]]] = {}
+    wanted: set[int] = set()
+    doc = triples[:2]
+    starts = np.r_[0, np.flatnonzero((doc[:, 1:] != doc[:, :-1]).any(axis=0)) + 1]
+    ends = np.r_[starts[1:], triples.shape[1]]
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        if b - a < 2:
+            continue
+        splits = sorted({SPLITS[int(x)] for x in triples[2, a:b]}, key=_split_rank)
+        pair = "+".join(splits)
+        listed = pairs.setdefault(int(triples[0, a]), {}).setdefault(pair, [])
+        listed.append(int(triples[1, a]))
+    for per in pairs.values():
+        wanted |= {h for listed in per.values() for h in listed}
+    named: dict[int, list] = {}
+    if wanted:
+        want = np.array(sorted(wanted), np.uint64)
+        for shard in shards:
+            table = _shard_rows(shard, ["corpus", "doc_id"])
+            hashes = hashsets.string_hashes(document_keys(table))
+            for i in np.flatnonzero(np.isin(hashes, want)).tolist():
+                named.setdefault(int(hashes[i]), [table["corpus"][i].as_py(), table["doc_id"][i].as_py()])
+    return {
+        view_corpora[c]: {pair: sorted(named[h] for h in listed)[:per_pair] for pair, listed in sorted(per.items())}
+        for c, per in sorted(pairs.items())
+    }
+
+
+SPLITS = ("train", "dev", "test")
+
+
+def _codes_in(values, names) -> np.ndarray:
+    """The index of each value in ``names``, -1 where it is not there (or null)."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    codes = pc.index_in(values.cast(pa.string()), value_set=pa.array(list(names), pa.string()))
+    return codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _split_rank(name: str) -> int:
+    return SPLITS.index(name)
+
+
+def _view_corpus(table: pa.Table, names, shard) -> pa.Array:
+    """The corpus each row is audited under: its own, or the view's name for its input."""
+    if names and names[shard.source] is not None:
+        return pa.array([names[shard.source]] * table.num_rows, pa.string())
+    corpus = table["corpus"]
+    corpus = corpus.combine_chunks() if isinstance(corpus, pa.ChunkedArray) else corpus
+    return corpus.cast(pa.string())
 
 
 def _summaries(tallies, members, overlaps, drift_threshold, expected_splits) -> tuple[dict, dict[str, Counter]]:

@@ -1,31 +1,26 @@
 """Segment datasets written in other tools' formats, streamed (memory: one batch).
 
+Every export carries the project's own words and labels: nothing is re-derived from text.
+
 * ``tsv``: xashru/punctuation-restoration's ``word<TAB>LABEL`` per line, one file per split
   (``--case-column``: a third column, the case label O/U/A/M).
 * ``nemo``: NVIDIA NeMo's punctuation-capitalization format, a folder per split with
-  ``text.txt`` (one segment per line: its words, lowercased, no marks) and ``labels.txt``
-  (per word its punctuation label, ``O , . ?``, followed by ``U`` or ``O``: ``OU OO ,O .U``).
-  The lines are what NeMo's own preparation script writes for the segment's text as written
-  (each word in its case, followed by its mark): NVIDIA/NeMo
-  ``examples/nlp/token_classification/data/prepare_data_for_punctuation_capitalization.py``
-  (commit de1b1f23) calls ``create_text_and_labels`` (``get_tatoeba_data.py``, later
-  ``nemo/collections/nlp/data/token_classification/token_classification_utils.py``; the same in
-  nemo_toolkit 1.23.0).  Per whitespace token: the punctuation label is its last
-  character if that is ``,`` ``.`` or ``?``, else ``O``; every ASCII punctuation character
-  but the apostrophe and the backslash is removed from it (``well-being`` -> ``wellbeing``,
-  ``U.S.`` -> ``US``, ``3.5`` -> ``35``; other marks, ``’`` or ``—``, stay); a token left empty is no word (its
-  mark goes with it); the capitalization label is ``U`` when the first character left is an
-  uppercase letter (``Paris``, ``NASA``, ``McDonald``), else ``O`` (``iPhone``, ``'Twas``,
-  ``1990s``); the word is written lowercased.  So an abbreviation's own period is a ``.``
-  label (``Dr.`` -> ``dr .U``), as NeMo would write it.  One deliberate difference: a
-  segment with no word left is not written (NeMo's script writes an empty line pair).
-  The marks are the project's labels, rendered ``,`` ``.`` ``?``: the source's ``!`` and ``;``
-  are PERIOD, ``:`` COMMA, by the language's mark table (NeMo's script, given the raw text,
-  would label them ``O``), and quotes and brackets are already gone from the words.
-* ``hf``: a Hugging Face datasets folder: ``data/<split>-NNNNN.parquet`` plus a README whose
-  card lists the splits, so ``datasets.load_dataset(folder)`` gives a DatasetDict.
+  ``text.txt`` (one segment per line: its words, lowercased, separated by one space) and
+  ``labels.txt`` (per word two characters: its punctuation label, ``O , . ?``, then ``U`` when
+  the word is written with a capital first letter, else ``O``: ``OU OO ,O .U``).  NeMo's
+  dataset reads exactly this (one example per line, as many labels as words).  The words are
+  the project's words, so ``$15.50``, ``30%``, ``dr.`` and ``u.k.`` stay whole with the project's
+  label (O after ``dr.`` and ``u.k.`` mid-sentence): NeMo's own preparation script would strip
+  their ASCII marks and take an abbreviation's period for a PERIOD label.  Such words (holding a
+  character NeMo's script removes) are counted in the manifest's ``kept_whole``.
+* ``hf``: a Hugging Face datasets folder: ``data/<split>-NNNNN.parquet`` and a ``README.md``
+  dataset card whose YAML header lists the splits and the features (``labels`` and ``case`` as
+  ``ClassLabel`` sequences, stored as their class ids), so ``datasets.load_dataset(folder)``
+  gives a DatasetDict; the card's text gives the label set, the label counts per split, the
+  sources and how the dataset was made.
 
-Rows without a split are written as split ``all``.
+Rows without a split are written as one split, ``train`` unless named (``split_name``); a split
+name is a word (letters, digits, ``_``) and never ``all``, which ``datasets`` reserves.
 """
 
 from __future__ import annotations
@@ -34,38 +29,54 @@ import contextlib
 import os
 import re
 import string
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import yaml
 
 from pipeline.engine import reading, writing
-from pipeline.errors import ParamsError
-from pipeline.labels import RENDERED_MARK
+from pipeline.errors import InputError, ParamsError
+from pipeline.labels import CASE_LABELS, LABELS, RENDERED_MARK
 from pipeline.schema import SEGMENT_SCHEMA
 from pipeline.text.case import apply_case
 
 FORMATS = ("tsv", "nemo", "hf")
-NO_SPLIT = "all"
+DEFAULT_SPLIT = "train"
+#: split names ``datasets`` gives a meaning of its own (``load_dataset(split="all")``)
+RESERVED_SPLITS = frozenset({"all"})
+#: a split name ``datasets`` accepts (``\w+``), kept ASCII since it is also a file name
+SPLIT_NAME = re.compile(r"[A-Za-z0-9_]+")
 
-
-#: the marks NeMo's script labels (its default ``punct_marks``), and the characters it removes
-#: from words: Python's ASCII punctuation but the apostrophe (don't, it's) and the backslash (its
-#: regex puts ``string.punctuation`` unescaped in brackets, where ``\]`` is an escaped bracket)
-NEMO_MARKS = ",.?"
+#: the characters NeMo's preparation script removes from words: Python's ASCII punctuation but the
+#: apostrophe and the backslash (its regex puts ``string.punctuation`` unescaped in brackets, where
+#: ``\]`` is an escaped bracket).  A word holding one is kept whole here and counted
 _NEMO_REMOVED = re.compile("[" + re.escape(string.punctuation.replace("'", "").replace("\\", "")) + "]")
 
 
+def split_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a split of an export (None: it can)."""
+    if not SPLIT_NAME.fullmatch(name or ""):
+        return f"split name {name!r} must be letters, digits and '_' only"
+    if name.lower() in RESERVED_SPLITS:
+        return f"split name {name!r} is reserved by Hugging Face datasets; choose another (e.g. {DEFAULT_SPLIT!r})"
+    return None
+
+
 def nemo_lines(words: list[str], labels: list[str], case: list[str], surface: list[str | None]) -> tuple[str, str]:
-    """NeMo's ``text.txt`` and ``labels.txt`` lines for one segment (module documentation)."""
-    text, out = [], []
+    """NeMo's ``text.txt`` and ``labels.txt`` lines for one segment: the project's words, lowercased,
+    and per word its mark and whether its written form starts with a capital."""
+    out = []
     for word, label, case_label, form in zip(words, labels, case, surface):
-        token = apply_case(word, case_label, form) + RENDERED_MARK[label]
-        bare = _NEMO_REMOVED.sub("", token)
-        if bare:
-            text.append(bare.lower())
-            out.append((token[-1] if token[-1] in NEMO_MARKS else "O") + ("U" if bare[0].isupper() else "O"))
-    return " ".join(text), " ".join(out)
+        written = apply_case(word, case_label, form)
+        out.append((RENDERED_MARK[label] or "O") + ("U" if written[:1].isupper() else "O"))
+    return " ".join(w.lower() for w in words), " ".join(out)
+
+
+def nemo_splits_word(word: str) -> bool:
+    """Whether NeMo's preparation script would change ``word`` (strip an ASCII mark from it)."""
+    return _NEMO_REMOVED.search(word) is not None
 
 
 def tsv_lines(words, labels, case=None) -> str:
@@ -74,20 +85,67 @@ def tsv_lines(words, labels, case=None) -> str:
     return "".join(f"{w}\t{l}\t{c}\n" for w, l, c in zip(words, labels, case))
 
 
-def _batches(inputs):
+def _batches(inputs, split_name: str, unsplit: set):
+    """(split, rows) per batch of the inputs; the sources with rows without a split go to ``unsplit``."""
+    named: set[str] = set()
     for source in inputs:
         for batch in reading.iter_batches(source):
             table = reading.conform_segments(pa.Table.from_batches([batch]), source)
-            split = pc.fill_null(table["split"], NO_SPLIT)
+            if table["split"].null_count:
+                unsplit.add(str(source))
+            named.update(pc.unique(table["split"].drop_null()).to_pylist())
+            if unsplit and split_name in named:
+                raise InputError(
+                    f"{', '.join(sorted(unsplit))}: rows without a split would join the split {split_name!r} "
+                    f"of {source}; name them apart (--split-name)"
+                )
+            split = pc.fill_null(table["split"], split_name)
             for name in pc.unique(split).to_pylist():
+                if name != split_name and (problem := split_name_problem(name)):
+                    raise InputError(f"{source}: column split: {problem}")
                 yield name, table.filter(pc.equal(split, name))
 
 
-def export_datasets(inputs, fmt: str, out: str | os.PathLike, case_column: bool = False) -> list[str]:
-    """Write ``inputs`` (segment datasets) into the folder ``out`` in format ``fmt``; returns the splits."""
+def _hf_table(table: pa.Table) -> pa.Table:
+    """The segment columns with labels and case as class ids (the ``ClassLabel`` storage)."""
+    columns = []
+    for name in SEGMENT_SCHEMA.names:
+        column = table[name]
+        if name in ("labels", "case"):
+            lists = column.combine_chunks()
+            names = pa.array(LABELS if name == "labels" else CASE_LABELS)
+            ids = pc.index_in(lists.flatten(), value_set=names).cast(pa.int64())
+            column = pa.ListArray.from_arrays(pc.subtract(lists.offsets, lists.offsets[0]), ids)
+        columns.append(column)
+    return pa.table(columns, names=SEGMENT_SCHEMA.names)
+
+
+def export_datasets(
+    inputs,
+    fmt: str,
+    out: str | os.PathLike,
+    case_column: bool = False,
+    split_name: str = DEFAULT_SPLIT,
+    card: dict | None = None,
+) -> dict:
+    """Write ``inputs`` (segment datasets) into the folder ``out`` in format ``fmt``.
+
+    Rows without a split go to the split ``split_name``.  ``card`` (hf): what the dataset card
+    says of the sources (``{"sources": [{"corpus", "input", "licence"}], "command": str,
+    "params": dict}``).  Returns the report the manifest also holds: the format, the splits,
+    segments and words per split, label counts per split, and (nemo) the words kept whole."""
     if fmt not in FORMATS:
         raise ParamsError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if problem := split_name_problem(split_name):
+        raise ParamsError(problem)
     inputs = [Path(p) for p in inputs]
+    unsplit: set[str] = set()
+    segments: Counter = Counter()
+    words: Counter = Counter()
+    label_counts: dict[str, Counter] = {}
+    kept_whole: Counter = Counter()
+    empty: Counter = Counter()
+    kept_examples: list[str] = []
     with writing.Outputs(inputs=inputs) as outputs:
         folder = outputs.dataset(out)
         handles: dict[str, list] = {}
@@ -95,38 +153,174 @@ def export_datasets(inputs, fmt: str, out: str | os.PathLike, case_column: bool 
         if fmt == "hf":
             (folder / "data").mkdir()
         with contextlib.ExitStack() as files:
-            for split, table in _batches(inputs):
+            for split, table in _batches(inputs, split_name, unsplit):
+                flat_labels = pc.list_flatten(table["labels"])
+                segments[split] += table.num_rows
+                words[split] += len(flat_labels)
+                counts = label_counts.setdefault(split, Counter())
+                for item in pc.value_counts(flat_labels).to_pylist():
+                    counts[item["values"]] += item["counts"]
                 if fmt == "hf":
                     k = hf_parts[split] = hf_parts.get(split, -1) + 1
-                    writing.write_parquet(
-                        table.select(SEGMENT_SCHEMA.names), folder / "data" / f"{split}-{k:05d}.parquet"
-                    )
+                    writing.write_parquet(_hf_table(table), folder / "data" / f"{split}-{k:05d}.parquet")
                     continue
                 if split not in handles:
                     names = [f"{split}.tsv"] if fmt == "tsv" else [f"{split}/text.txt", f"{split}/labels.txt"]
                     (folder / names[0]).parent.mkdir(exist_ok=True)
                     handles[split] = [files.enter_context(open(folder / n, "w", encoding="utf-8")) for n in names]
                 columns = [table[name].to_pylist() for name in ("words", "labels", "case", "surface")]
-                for words, labels, case, surface in zip(*columns):
+                for seg_words, labels, case, surface in zip(*columns):
                     if fmt == "tsv":
-                        handles[split][0].write(tsv_lines(words, labels, case if case_column else None))
-                    else:
-                        text, label_line = nemo_lines(words, labels, case, surface)
-                        if text:
-                            handles[split][0].write(text + "\n")
-                            handles[split][1].write(label_line + "\n")
-        splits = sorted(handles) if fmt != "hf" else sorted(hf_parts)
+                        handles[split][0].write(tsv_lines(seg_words, labels, case if case_column else None))
+                        continue
+                    if not seg_words:  # NeMo would read an empty line as an example without words
+                        empty[split] += 1
+                        continue
+                    for word in seg_words:
+                        if nemo_splits_word(word):
+                            kept_whole[split] += 1
+                            if len(kept_examples) < 10 and word not in kept_examples:
+                                kept_examples.append(word)
+                    text, label_line = nemo_lines(seg_words, labels, case, surface)
+                    handles[split][0].write(text + "\n")
+                    handles[split][1].write(label_line + "\n")
+        splits = sorted(segments)
+        report = {
+            "kind": f"export-{fmt}",
+            "splits": splits,
+            "segments": {s: segments[s] for s in splits},
+            "words": {s: words[s] for s in splits},
+            "labels": {s: {label: label_counts[s][label] for label in LABELS} for s in splits},
+        }
+        if unsplit:
+            report["unsplit_rows_as"] = split_name
+        if fmt == "nemo":
+            report["kept_whole"] = dict(sorted(kept_whole.items()))
+            report["kept_whole_examples"] = kept_examples
+            report["skipped_empty_segments"] = dict(sorted(empty.items()))
         if fmt == "hf":
-            _write_card(folder, splits)
+            _write_card(folder, report, card or {})
         for path in folder.rglob("*"):
             writing.make_readable(path)
-        writing.write_manifest(folder, {"kind": f"export-{fmt}", "splits": splits})
-    return splits
+        writing.write_manifest(folder, report)
+    return report
 
 
-def _write_card(folder: Path, splits: list[str]) -> None:
-    card = ["---", "configs:", "- config_name: default", "  data_files:"]
-    for split in splits:
-        card += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
-    card += ["---", "", "Segments with punctuation and case labels, written by punct-corpora.", ""]
-    (folder / "README.md").write_text("\n".join(card), encoding="utf-8")
+def export_warnings(report: dict) -> list[str]:
+    """What a user should know of an export: the words NeMo's own preparation would have split."""
+    warnings = []
+    if kept := report.get("kept_whole"):
+        examples = ", ".join(report.get("kept_whole_examples", [])[:5])
+        counts = ", ".join(f"{split} {n}" for split, n in kept.items())
+        warnings.append(
+            f"words kept whole where NeMo's preparation script would strip marks from them: {counts} (e.g. {examples})"
+        )
+    if empty := report.get("skipped_empty_segments"):
+        counts = ", ".join(f"{split} {n}" for split, n in empty.items())
+        warnings.append(f"segments without words not written (NeMo would read an empty example): {counts}")
+    return warnings
+
+
+def dataset_card(params, name: str, command: str) -> dict:
+    """What the card of dataset ``name`` says of its sources and making, from the params."""
+    dataset = params.datasets[name]
+    sources = []
+    for corpus in dataset.corpora:
+        entry = params.corpora.get(corpus)
+        if entry is None and corpus in params.alignments:
+            alignment = params.alignments[corpus]
+            entry = {"input": f"aligned: reference {alignment.ref}, hypothesis {alignment.hyp}"}
+        entry = entry or {}
+        licence = entry.get("licence") or entry.get("license")
+        source = {"corpus": corpus, "input": str(entry.get("input")) if entry.get("input") else None}
+        sources.append({**source, "licence": licence})
+    return {
+        "sources": sources,
+        "command": command,
+        "params": {name: dataset.model_dump(mode="json", exclude_none=True)},
+    }
+
+
+def hf_features() -> dict:
+    """The features of an hf export in the YAML of a dataset card (``dataset_info.features``)."""
+
+    def class_label(names):
+        return {"list": {"class_label": {"names": {str(i): n for i, n in enumerate(names)}}}}
+
+    types = {
+        "corpus": {"dtype": "string"},
+        "lang": {"dtype": "string"},
+        "doc_id": {"dtype": "string"},
+        "seg_id": {"dtype": "int32"},
+        "words": {"list": "string"},
+        "labels": class_label(LABELS),
+        "case": class_label(CASE_LABELS),
+        "surface": {"list": "string"},
+        "split": {"dtype": "string"},
+    }
+    return [{"name": name, **types[name]} for name in SEGMENT_SCHEMA.names]
+
+
+def _write_card(folder: Path, report: dict, card: dict) -> None:
+    splits = report["splits"]
+    header = {
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits],
+            }
+        ],
+        "dataset_info": {
+            "config_name": "default",
+            "features": hf_features(),
+        },
+    }
+    if languages := card.get("languages"):
+        header = {"language": list(languages), **header}
+    lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
+    lines += [
+        "# Punctuation and case labels",
+        "",
+        "Segments of text, one row per segment, with per word the punctuation that follows it",
+        "and its capitalization, written by punct-corpora.",
+        "",
+        "## Labels",
+        "",
+        "`labels` (a `ClassLabel` per word, the punctuation that follows the word):",
+        "",
+    ]
+    lines += [
+        f"- {i}: `{name}`" + (f" (`{RENDERED_MARK[name]}`)" if RENDERED_MARK[name] else " (no mark)")
+        for i, name in enumerate(LABELS)
+    ]
+    lines += [
+        "",
+        "`case` (a `ClassLabel` per word): " + ", ".join(f"{i}: `{n}`" for i, n in enumerate(CASE_LABELS)),
+        "(O lower, U capitalized, A all capitals, M mixed: `surface` holds the word as written).",
+        "",
+        "## Splits and label counts",
+        "",
+        "| split | segments | words | " + " | ".join(LABELS) + " |",
+        "|---|---:|---:|" + "---:|" * len(LABELS),
+    ]
+    for s in splits:
+        counts = " | ".join(str(report["labels"][s][label]) for label in LABELS)
+        lines.append(f"| {s} | {report['segments'][s]} | {report['words'][s]} | {counts} |")
+    if report.get("unsplit_rows_as"):
+        lines += ["", f"Rows that were never split are the split `{report['unsplit_rows_as']}`."]
+    lines += ["", "## Sources", ""]
+    sources = card.get("sources") or []
+    if not sources:
+        lines.append("Not stated (the dataset was exported without its params).")
+    for source in sources:
+        licence = source.get("licence") or "licence not stated in the params"
+        where = f" from `{source['input']}`" if source.get("input") else ""
+        lines.append(f"- `{source['corpus']}`{where}: {licence}")
+    lines += ["", "## How it was made", ""]
+    if command := card.get("command"):
+        lines += ["```", command, "```"]
+    else:
+        lines.append("`punct-corpora export --format hf`.")
+    if params := card.get("params"):
+        lines += ["", "With these params:", "", "```yaml", yaml.safe_dump(params, sort_keys=False).rstrip(), "```"]
+    (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -255,6 +255,12 @@ def build_sequences(
             k += 1
             if end >= end_word:
                 break
+            if stride and end - stride <= start:
+                # advancing one word instead would multiply the rows silently
+                raise ParamsError(
+                    f"stride: {stride} words is not fewer than the {end - start} words of a chunk of "
+                    f"{max_len} tokens (long words): lower the sequences stride"
+                )
             start = max(end - stride, start + 1)
     chunk_group.append(np.array(long_groups, np.int64))
     chunk_start.append(np.array(lg_start, np.int64))

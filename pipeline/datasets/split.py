@@ -42,6 +42,7 @@ from pipeline.engine.dataset import (
 )
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
+from pipeline.errors import InputError
 from pipeline.labels import LABELS, SENTENCE_END_IDS
 from pipeline.params import SPLIT_NAMES, EngineParams, SplitParams
 from pipeline.schema import SCHEMA_NAME, SEGMENT_SCHEMA, flat_codes, with_column
@@ -509,6 +510,17 @@ def split_dataset(
                             bounds.append((keys[taken - 1], name))
                         elif taken - count < len(keys):
                             bounds.append((keys[-1], name))
+                filled = counts_filled(params.counts, len(keys))
+                short = {name: got for name, got in filled.items() if got["got"] < got["asked"]}
+                if short:
+                    what = ", ".join(f"{name} {got['got']} of {got['asked']}" for name, got in short.items())
+                    message = (
+                        f"split counts ask for {n} documents and the corpora have {len(keys)}: "
+                        f"documents per split {what}"
+                    )
+                    if params.strict:
+                        raise InputError(f"{out}: {message} (strict: true)")
+                    log.warning("%s: %s", out, message)
                 rule = Rule("counts", tuple(bounds))
             elif params.stratify:
                 rule = _stratified_rule(runner, shards, inputs, params, keys_folder)
@@ -540,8 +552,21 @@ def split_dataset(
         out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
         if params.drop_train_duplicates:
             out_report.setdefault("train_duplicates_dropped", 0)
+        if params.counts is not None:
+            out_report["counts"] = filled
         writing.write_json_in_place(out_report, report_path)
     return out_report
+
+
+def counts_filled(counts: dict[str, int], available: int) -> dict[str, dict[str, int]]:
+    """Per split the documents its count asked for and those it got: splits are filled in the
+    order the counts are given, so ``available`` documents short of the sum leave the last short."""
+    out, left = {}, available
+    for name, asked in counts.items():
+        got = min(asked, left)
+        left -= got
+        out[name] = {"asked": asked, "got": got}
+    return out
 
 
 def duplicates_report(overlap: hashsets.Overlap) -> dict[str, int]:

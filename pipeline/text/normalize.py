@@ -142,12 +142,80 @@ def replace_controls(lines: pa.Array, counts: Counter | None = None) -> pa.Array
     return pc.replace_with_mask(lines, pa.array(mask), fixed)
 
 
+#: apostrophes written otherwise, made ASCII between two letters (``i’ve``, ``don`t``): the right
+#: single quote (what word processors and news sites write), the modifier letter apostrophe, the
+#: prime, the acute accent and the grave accent (keyboards without a typographic apostrophe), the
+#: left single quote (autocorrect turned the wrong way) and the fullwidth apostrophe.  Between two
+#: letters none of them is a quote or a mark of its own.  After a word, only the right single quote
+#: and the modifier letter are apostrophes (``drivers’``); see :func:`_word_final_apostrophes`.
+APOSTROPHES = "\u2019\u02bc\u2032\u00b4\u2018\uff07`"
+_APOSTROPHE_RE = char_class(APOSTROPHES)
+_IN_WORD_RE = r"(\p{L}\p{M}*)" + _APOSTROPHE_RE + r"(\p{L})"
+#: a right single quote or modifier letter apostrophe that ends a word (not followed by a letter)
+_WORD_FINAL_RE = r"\p{L}\p{M}*[\x{2019}\x{2bc}](?:[^\p{L}]|$)"
+
+
+def _word_final_apostrophes(line: str) -> str:
+    """``drivers’`` -> ``drivers'`` (a plural possessive), but a right single quote that closes a
+    left one opened earlier in the line stays a quote (``‘the drivers’``).  A modifier letter
+    apostrophe is never a quote."""
+    out, open_quotes = [], 0
+    for i, char in enumerate(line):
+        if char == "\u2018":
+            open_quotes += 1
+        elif char in "\u2019\u02bc":
+            after_word = i > 0 and (line[i - 1].isalnum() or unicodedata.category(line[i - 1]).startswith("M"))
+            if after_word and (char == "\u02bc" or not open_quotes):
+                char = "'"
+            elif char == "\u2019" and open_quotes:
+                open_quotes -= 1
+        out.append(char)
+    return "".join(out)
+
+
+def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None, non_ascii: pa.Array | None = None) -> pa.Array:
+    """Apostrophes written otherwise made the ASCII apostrophe (see :data:`APOSTROPHES`), counted as
+    ``apostrophes_made_ascii``: ``i’ve`` and ``i've`` are one word.  ``non_ascii``: the lines that
+    are not pure ASCII, when the caller knows them; ``lines`` itself is returned when none changes."""
+    if len(lines) == 0:
+        return lines
+    if non_ascii is None:
+        non_ascii = pc.invert(pc.string_is_ascii(lines))
+    candidates = pc.or_(non_ascii, pc.match_substring(lines, "`"))
+    if not pc.any(candidates).as_py():
+        return lines
+    rows = pc.indices_nonzero(candidates)
+    subset = lines.take(rows)
+    found = pc.match_substring_regex(subset, _APOSTROPHE_RE)
+    if not pc.any(found).as_py():
+        return lines
+    rows, subset = rows.filter(found), subset.filter(found)
+    before = pc.sum(pc.count_substring_regex(subset, _APOSTROPHE_RE)).as_py()
+    fixed = subset
+    for _ in range(2):  # "a’b’c": a match takes the letter after it, the second pass the one between
+        fixed = pc.replace_substring_regex(fixed, _IN_WORD_RE, r"\1'\2")
+    final = pc.match_substring_regex(fixed, _WORD_FINAL_RE)
+    if pc.any(final).as_py():
+        mended = pa.array([_word_final_apostrophes(line) for line in fixed.filter(final).to_pylist()], pa.string())
+        fixed = pc.replace_with_mask(fixed, final, mended)
+    after = pc.sum(pc.count_substring_regex(fixed, _APOSTROPHE_RE)).as_py()
+    if counts is not None and before != after:
+        counts["apostrophes_made_ascii"] += before - after
+    mask = np.zeros(len(lines), dtype=bool)
+    mask[rows.to_numpy(zero_copy_only=False)] = True
+    return pc.replace_with_mask(lines, pa.array(mask), fixed)
+
+
 def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
-    """NFC, no BOM, zero-width or control characters, one kind of space; the line count is kept."""
+    """NFC, no BOM, zero-width or control characters, one kind of space, ASCII apostrophes inside
+    words; the line count is kept."""
     if len(lines) == 0:
         return lines
     lines = replace_controls(lines, counts)
     non_ascii = pc.invert(pc.string_is_ascii(lines))
+    apostrophes = ascii_apostrophes(lines, counts, non_ascii)
+    if apostrophes is not lines:  # a line may be ASCII now
+        lines, non_ascii = apostrophes, pc.invert(pc.string_is_ascii(apostrophes))
     if not pc.any(non_ascii).as_py():
         return lines
     subset = lines.filter(non_ascii)

@@ -1,17 +1,11 @@
-"""Inference with a trained model: one punctuation label (and case label) per word for text of any
-length, by overlapping windows predicted in batches, and words cased back from their labels."""
+"""Inference with a trained model in memory: one punctuation label (and case label) per word for text
+of any length (the windows, batching and merging of :mod:`pipeline.punctuator`), and words cased
+back from their labels.  Importing this module imports no torch."""
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
-import torch
-
-from pipeline.datasets.sequences import IGNORE, build_sequences
-from pipeline.errors import ParamsError
 from pipeline.labels import LABELS
 from pipeline.text.case import apply_case, capitalize_first
-from pipeline.training.loop import predict_sequences
 
 
 def restore_case(words: list[str], cases: list[str], mixed_case: dict[str, str] | None = None) -> list[str]:
@@ -28,7 +22,6 @@ def restore_case(words: list[str], cases: list[str], mixed_case: dict[str, str] 
     return out
 
 
-@torch.no_grad()
 def predict_words(
     model,
     tokenizer,
@@ -40,62 +33,35 @@ def predict_words(
     batch_size: int = 32,
     slot_filling: bool = False,
     bf16: bool = False,
+    batch_tokens: int | None = None,
 ) -> tuple[list[str], list[str] | None]:
-    """One punctuation label per word (and one case label, with a case head) for any length: overlapping
-    windows of ``window`` words, predicted ``batch_size`` sequences at a time; each word takes the
-    prediction of the window in which it sits farthest from a cut edge (the text's own ends are no
-    cut), so every word gets exactly one decision and seams get no gap or duplicate."""
+    """One punctuation label per word (and one case label, with a case head) for any length, by a
+    :class:`pipeline.punctuator.Punctuator` over the model in memory: overlapping windows of at most
+    ``window`` words and ``max_len`` tokens, batched ``batch_size`` windows (and ``batch_tokens``
+    padded tokens) at a time; a word seen by two windows takes their probabilities averaged, weighted
+    by its distance from each window's cut edges."""
     from pipeline.labels import CASE_LABELS
+    from pipeline.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
 
-    if not words:
-        return [], ([] if getattr(model, "capitalization", False) else None)
-    if not 0 <= overlap < window:
-        raise ParamsError("overlap must be at least 0 and smaller than the window")
-    n = len(words)
-    starts = list(range(0, max(n - overlap, 1), window - overlap))
-    chunks = [words[s : min(s + window, n)] for s in starts]
-    table = pa.table(
-        {
-            "corpus": ["x"] * len(chunks),
-            "lang": ["x"] * len(chunks),
-            "doc_id": [f"{k:09d}" for k in range(len(chunks))],
-            "seg_id": pa.array([0] * len(chunks), pa.int32()),
-            "words": chunks,
-            "labels": [["O"] * len(c) for c in chunks],
-            "split": ["x"] * len(chunks),
-        }
+    meta = {
+        "labels": list(LABELS),
+        "case_labels": list(CASE_LABELS) if getattr(model, "capitalization", False) else None,
+        "sequence": {"max_len": max_len, "slot_filling": slot_filling},
+    }
+    if getattr(model, "crf", None) is not None:
+        meta["crf"] = crf_arrays(model.crf)
+    model.eval()
+    punctuator = Punctuator(
+        TorchRunner(model, str(device), bf16),
+        WordPieces.from_tokenizer(tokenizer),
+        meta,
+        window=window,
+        overlap=overlap,
+        batch_size=batch_size,
+        batch_tokens=batch_tokens or batch_size * max_len,
     )
-    sequences, _ = build_sequences(table, tokenizer, max_len=max_len, mode="chunk", slot_filling=slot_filling)
-    marks, cases = predict_sequences(
-        model, sequences, tokenizer.pad_token_id, device, batch_size, with_case=True, bf16=bf16
-    )
-    margin = np.full(n, -1)
-    decision = np.zeros(n, dtype=np.int64)
-    case_decision = np.zeros(n, dtype=np.int64)
-    for k, (doc, index, labels) in enumerate(
-        zip(sequences["doc_id"].to_pylist(), sequences["word_index"].to_pylist(), sequences["labels"].to_pylist())
-    ):
-        start = starts[int(doc)]
-        end = min(start + window, n)
-        positions = [w for w, l in zip(index, labels) if l != IGNORE]
-        if slot_filling:  # labels sit on the mask after each word: its word is the one before
-            last, positions = None, []
-            for w, l in zip(index, labels):
-                if w >= 0:
-                    last = w
-                if l != IGNORE:
-                    positions.append(last)
-        for j, w in enumerate(positions):
-            i = start + w
-            left = i - start if start > 0 else n
-            right = end - 1 - i if end < n else n
-            if min(left, right) > margin[i]:
-                margin[i], decision[i] = min(left, right), marks[k][j]
-                if cases is not None:
-                    case_decision[i] = cases[k][j]
-    if (margin < 0).any():
-        raise RuntimeError("a word got no prediction")  # cannot happen: every word lies in a window
-    return [LABELS[d] for d in decision], ([CASE_LABELS[c] for c in case_decision] if cases is not None else None)
+    prediction = punctuator.predict(list(words))
+    return prediction.labels, prediction.cases
 
 
 def punctuate_words(

@@ -258,9 +258,12 @@ _LOADING_KWARGS = ("local_files_only", "cache_dir", "token", "use_auth_token", "
 
 def save_tokenizer(tokenizer, folder) -> None:
     """``tokenizer.save_pretrained`` without the loading options, so the files depend only on the tokenizer."""
+    from pipeline.training.pretrained import end_json_files
+
     for key in _LOADING_KWARGS:
         tokenizer.init_kwargs.pop(key, None)
     tokenizer.save_pretrained(str(folder))
+    end_json_files(folder)
 
 
 def build_model(params, tokenizer=None) -> PunctuationModel:

@@ -43,7 +43,21 @@ def save_tokenizer(tokenizer, folder) -> None:
         tokenizer.init_kwargs.pop(key, None)
     if not location.is_url(folder):
         tokenizer.save_pretrained(str(folder))
+        end_json_files(folder)
         return
     with tempfile.TemporaryDirectory(prefix="punct-tokenizer-") as local:  # the library writes local folders only
         tokenizer.save_pretrained(local)
+        end_json_files(local)
         writing.upload_folder(Path(local), folder)
+
+
+def end_json_files(folder) -> None:
+    """Every JSON file of ``folder`` ending with a newline, as the pipeline's own JSON files do
+    (the tokenizers library writes ``tokenizer.json`` without one)."""
+    for path in Path(folder).glob("*.json"):
+        with open(path, "rb+") as handle:
+            handle.seek(0, 2)
+            if handle.tell():
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")

@@ -133,7 +133,9 @@ def base_params(src: Path) -> dict:
             "talks": {"reader": "text", "lang": "en", "input": str(src / "talks.txt")},
             "asr": {"reader": "transcript", "lang": "en", "input": str(src / "talks_asr.txt")},
         },
-        "alignments": {"aligned": {"ref": "talks", "hyp": "asr", "lang": "en", "pair_by": "order"}},
+        "alignments": {
+            "aligned": {"ref": "talks", "hyp": "asr", "lang": "en", "pair_by": "file", "pairs": str(src / "pairs.tsv")}
+        },
         "confusables": {"talks": {"lang": "en", "corpus": "talks", "k": 2}},
         "datasets": {
             "ds": {
@@ -192,6 +194,8 @@ def build_workspace(ws: Path) -> Path:
     src.mkdir(parents=True)
     for name in ("talks.txt", "talks_asr.txt"):
         (src / name).write_bytes((SAMPLES / "en" / name).read_bytes())
+    # the transcript is of the first talk: the samples' pairs file says so
+    (src / "pairs.tsv").write_bytes((SAMPLES / "en" / "talks_pairs.tsv").read_bytes())
     (src / "words.txt").write_text("\n".join(WORDS.split()) + "\n", encoding="utf-8")
     write_params(ws / "params.yaml", base_params(src))
     for name, command in stage_commands(ws).items():

@@ -45,29 +45,18 @@ class WordByWordG2p:
         return out, skipped
 
 
-#: language code -> module implementing it (several Indic languages share one)
-MODULES = {
-    "en": "en",
-    "ms": "ms",
-    "zh": "zh",
-    **{code: "indic" for code in ("as", "bn", "gu", "hi", "kn", "ml", "mr", "or", "pa", "ta", "te")},
-}
-
-
 def g2p_module(lang: str) -> str:
-    """The module that converts ``lang`` (for the pipeline's dependency lists)."""
-    if lang not in MODULES:
+    """The module that converts ``lang`` (the language registry's; several Indic languages share one)."""
+    from pipeline.text import registry
+
+    entry = registry.lookup(lang)
+    if entry is None or entry.g2p is None:
         raise NoG2pError(
-            f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}"
+            f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(registry.codes('g2p'))}"
         )
-    return f"{__name__}.{MODULES[lang]}"
+    return entry.g2p
 
 
 @functools.cache
 def get_g2p(lang: str) -> G2p:
-    module = MODULES.get(lang)
-    if module is None:
-        raise NoG2pError(
-            f"no grapheme-to-phoneme conversion for language {lang!r}; available: {', '.join(sorted(MODULES))}"
-        )
-    return importlib.import_module(f"{__name__}.{module}").make(lang)
+    return importlib.import_module(g2p_module(lang)).make(lang)

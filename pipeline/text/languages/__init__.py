@@ -1,14 +1,14 @@
 """Languages: one small module each, found by its ISO 639-1 code.
 
 A language module defines ``LANGUAGE = Language(...)``; adding a language means
-adding its data under ``lexicons/<code>/`` and one module here, nothing else.
+adding its data under ``lexicons/<code>/`` and one module here, nothing else (or, from
+another package, an entry point: :mod:`pipeline.text.registry`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import pkgutil
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,18 +95,15 @@ def get_language(code: str, user_dict: str | None = None) -> Language:
 
 
 def _module(code: str):
-    if not code or not code.isidentifier() or code.startswith("_"):
+    from pipeline.text import registry
+
+    entry = registry.lookup(code)
+    if entry is None:
         raise UnknownLanguageError(f"unknown language code {code!r}; available: {', '.join(available_languages())}")
-    try:
-        module = importlib.import_module(f"{__name__}.{code}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{code}":
-            raise
-        raise UnknownLanguageError(
-            f"unknown language code {code!r}; available: {', '.join(available_languages())}"
-        ) from None
-    return module
+    return importlib.import_module(entry.language)
 
 
 def available_languages() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    from pipeline.text import registry
+
+    return registry.codes()

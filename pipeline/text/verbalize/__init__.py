@@ -326,14 +326,12 @@ def _fingerprint(lang: str) -> str:
 @functools.cache
 def get_verbalizer(lang: str) -> Verbalizer:
     """The verbalizer of a language (NoGrammarError if it has none)."""
-    try:
-        module = importlib.import_module(f"{__name__}.{lang}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{lang}":
-            raise
-        raise NoGrammarError(
-            f"no verbalization grammar for language {lang!r}; available: {', '.join(available())}"
-        ) from None
+    from pipeline.text import registry
+
+    entry = registry.lookup(lang)
+    if entry is None or entry.verbalizer is None:
+        raise NoGrammarError(f"no verbalization grammar for language {lang!r}; available: {', '.join(available())}")
+    module = importlib.import_module(entry.verbalizer)
     import pynini
 
     folder = cache_dir() / f"{lang}-{_fingerprint(lang)}"
@@ -362,9 +360,9 @@ def verbalizer_or_none(lang: str) -> Verbalizer | None:
 
 
 def available() -> list[str]:
-    import pkgutil
+    from pipeline.text import registry
 
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("builders"))
+    return registry.codes("verbalizer")
 
 
 def read_cases(path: Path) -> list[tuple[int, str, str]]:

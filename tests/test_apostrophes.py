@@ -1,0 +1,69 @@
+"""Typographic apostrophes (issue 34 item 5): ``i’ve`` and ``i've`` are one word after
+normalization, counted; ``drivers’`` keeps its apostrophe like ``students'``; a closing quote
+stays a quote."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from pipeline.ingest import ingest_table
+from pipeline.text.normalize import clean_lines
+
+
+def clean(*lines: str) -> tuple[list[str], int]:
+    counts: Counter = Counter()
+    out = clean_lines(pa.array(list(lines), pa.string()), counts=counts).to_pylist()
+    return out, counts["apostrophes_made_ascii"]
+
+
+@pytest.mark.parametrize(
+    "written,expected",
+    [
+        ("i\u2019ve", "i've"),  # right single quotation mark: what news sites write
+        ("don\u02bct", "don't"),  # modifier letter apostrophe
+        ("don`t", "don't"),  # grave accent on a keyboard without an apostrophe key
+        ("don\u00b4t", "don't"),  # acute accent, likewise
+        ("rock\u2018n\u2019roll", "rock'n'roll"),  # left quote turned the wrong way by autocorrect
+        ("it\u2032s", "it's"),  # prime between letters
+        ("l\u2019\u00e9t\u00e9", "l'\u00e9t\u00e9"),  # accented letters are letters
+        ("a\u2019b\u2019c\u2019d", "a'b'c'd"),  # every one of a run
+    ],
+)
+def test_apostrophes_between_letters_become_ascii(written, expected):
+    out, made = clean(written)
+    assert out == [expected]
+    assert made == expected.count("'")
+
+
+def test_a_word_final_apostrophe_is_kept_and_a_closing_quote_stays_a_quote():
+    out, made = clean(
+        "the drivers\u2019 cars",  # no opening quote before it: a possessive
+        "\u2018the drivers\u2019 he said",  # closes the quote opened earlier in the line
+        "\u2018I\u2019ve\u2019 she wrote",  # the in-word one made ASCII, the closing one kept
+    )
+    assert out == ["the drivers' cars", "\u2018the drivers\u2019 he said", "\u2018I've\u2019 she wrote"]
+    assert made == 2
+
+
+def test_what_is_not_between_letters_is_left_alone():
+    lines = ["5\u203211 and 40\u2032 north", "\u2019tis the \u201990s", "plain ascii's", "`code` here"]
+    out, made = clean(*lines)
+    assert out == lines
+    assert made == 0
+
+
+def test_typographic_and_ascii_apostrophes_give_the_same_words_and_keep_possessives(tmp_path):
+    path = tmp_path / "talk.txt"
+    path.write_text(
+        "I\u2019ve seen the drivers\u2019 cars, and I've seen the students' union.\n\u2018The drivers\u2019 he said.\n",
+        encoding="utf-8",
+    )
+    table, report = ingest_table("text", path, "en", "talk")
+    first, second = table["words"].to_pylist()
+    assert first[0] == first[6] == "i've"
+    assert "drivers'" in first and "students'" in first
+    assert second == ["the", "drivers", "he", "said"]  # the quotes are quotes, not part of a word
+    assert report["apostrophes_made_ascii"] == 2

@@ -1,0 +1,198 @@
+"""export-model: a checkpoint (with its case head) to ONNX and int8 ONNX, run by ONNX Runtime with the
+same labels as torch on real text; punctuate on such a folder imports neither torch nor transformers;
+per-word confidences in JSONL; one-line refusals and outputs replaced only where the tool wrote them."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_training_helpers import TINY_CONFIG
+
+from pipeline import cli
+from pipeline.punctuator import Punctuator
+
+HEADS = ("linear", "bilstm_crf", "layer_attention")
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """Tiny checkpoints (MiniLM's tokenizer, seeded weights, a case head) for three of the heads."""
+    from pipeline.training.model import build_model, save_checkpoint
+    from pipeline.training.pretrained import load_tokenizer
+
+    root = tmp_path_factory.mktemp("models")
+    tokenizer = load_tokenizer("packaged:minilm")
+    for head in HEADS:
+        params = {"config": TINY_CONFIG, "head": head, "capitalization": {"weight": 0.5}, "seed": 3}
+        model = build_model(params, tokenizer)
+        save_checkpoint(
+            model, tokenizer, params, root / head, sequence={"max_len": 64}, mixed_case={"iphone": "iPhone"}
+        )
+    return root
+
+
+@pytest.fixture(scope="module")
+def exported(checkpoints):
+    for head in HEADS:
+        assert (
+            cli.main(
+                [
+                    "export-model",
+                    "--model",
+                    str(checkpoints / head),
+                    "--format",
+                    "onnx",
+                    "--out",
+                    str(checkpoints / f"{head}-onnx"),
+                ]
+            )
+            == 0
+        )
+    args = ["export-model", "--model", str(checkpoints / "linear"), "--format", "onnx", "--int8"]
+    assert cli.main([*args, "--out", str(checkpoints / "linear-int8")]) == 0
+    return checkpoints
+
+
+@pytest.fixture(scope="module")
+def talk(shared):
+    """About 3,000 words of a real TED talk transcript (IWSLT dev2012), unpunctuated."""
+    lines = (shared / "iwslt_en" / "dev2012.tsv").read_text(encoding="utf-8").splitlines()[:3000]
+    return " ".join(line.split("\t")[0] for line in lines)
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_onnx_gives_the_labels_of_torch(exported, talk, head):
+    torch_p = Punctuator.load(exported / head, window=60, overlap=15)
+    onnx_p = Punctuator.load(exported / f"{head}-onnx", window=60, overlap=15)
+    words = onnx_p.words_of(talk)
+    assert len(words) > 2500 and words == torch_p.words_of(talk)
+    a, b = torch_p.predict(words), onnx_p.predict(words)
+    assert "onnxruntime" in onnx_p.device and "onnxruntime" not in torch_p.device
+    assert np.mean(np.array(a.labels) == np.array(b.labels)) >= 0.999
+    assert np.mean(np.array(a.cases) == np.array(b.cases)) >= 0.999
+    assert np.allclose(a.probabilities, b.probabilities, atol=1e-4)
+    assert np.allclose(a.case_probabilities, b.case_probabilities, atol=1e-4)
+
+
+def test_the_exported_folder_carries_tokenizer_labels_and_lexicon(exported):
+    folder = exported / "linear-onnx"
+    meta = json.loads((folder / "punctuation.json").read_text())
+    assert meta["labels"] == ["O", "COMMA", "PERIOD", "QUESTION"] and meta["case_labels"] == ["O", "U", "A", "M"]
+    assert meta["onnx"]["outputs"] == ["logits", "case_logits"] and meta["onnx"]["quantization"] is None
+    assert meta["sequence"]["max_len"] == 64
+    assert (folder / "tokenizer" / "tokenizer.json").is_file()
+    assert json.loads((folder / "mixed_case.json").read_text()) == {"iphone": "iPhone"}
+    assert "crf" in json.loads((exported / "bilstm_crf-onnx" / "punctuation.json").read_text())
+    # no staging or scratch folder left beside the output
+    assert sorted(p.name for p in exported.iterdir() if p.name.startswith(".")) == []
+
+
+def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
+    import onnx
+
+    folder = exported / "linear-int8"
+    settings = json.loads((folder / "punctuation.json").read_text())["onnx"]["quantization"]
+    assert settings["weight_type"] == "int8" and settings["op_types"] == ["MatMul"]
+    excluded = settings["excluded_nodes"]
+    assert any("classifier" in n for n in excluded) and any("layer.1/output/dense" in n for n in excluded)
+    assert not any("attention" in n for n in excluded)
+    graph = onnx.load(str(folder / "model.onnx")).graph
+    ops = {n.op_type for n in graph.node}
+    assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops
+    heads = [n for n in graph.node if "classifier" in n.name]
+    assert heads and all(n.op_type in ("MatMul", "Gemm", "Add") for n in heads)  # left in fp32
+    torch_p = Punctuator.load(exported / "linear", window=60, overlap=15)
+    int8_p = Punctuator.load(folder, window=60, overlap=15)
+    words = torch_p.words_of(talk)
+    a, b = torch_p.predict(words), int8_p.predict(words)
+    assert np.mean(np.array(a.labels) == np.array(b.labels)) >= 0.99
+    assert np.abs(a.probabilities - b.probabilities).max() < 0.05
+
+
+def test_punctuate_on_onnx_imports_neither_torch_nor_transformers(exported, tmp_path):
+    text = tmp_path / "talk.txt"
+    text.write_text("so i bought an iphone and then i went home how are you\n")
+    code = f"""
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+from pipeline import cli
+rc = cli.main(["punctuate", "--model", {str(exported / "linear-int8")!r}, {str(text)!r}])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers"))
+print("loaded", loaded, file=sys.stderr)
+sys.exit(rc)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "loaded []" in proc.stderr and "words/s) on cpu (onnxruntime)" in proc.stderr
+    words = proc.stdout.split()
+    assert [w.rstrip(",.?").lower() for w in words] == text.read_text().split()
+
+
+def test_jsonl_gives_each_words_confidence_and_distribution(exported, tmp_path, capsys):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("hello there how are you\n")
+    b.write_text("fine thanks\n")
+    assert cli.main(["punctuate", "--model", str(exported / "linear-onnx"), "--format", "jsonl", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["input"] for r in records] == [str(a), str(b)]
+    assert [len(r["words"]) for r in records] == [5, 2]
+    for word in records[0]["words"]:
+        probs = word["probabilities"]
+        assert set(probs) == {"O", "COMMA", "PERIOD", "QUESTION"} and abs(sum(probs.values()) - 1) < 1e-3
+        assert word["label"] == max(probs, key=probs.get) and word["confidence"] == probs[word["label"]]
+        assert word["case"] in ("O", "U", "A", "M") and 0 < word["case_confidence"] <= 1
+    assert records[0]["text"].split()[0].rstrip(",.?").lower() == "hello"
+
+
+def run(*args):
+    proc = subprocess.run([sys.executable, "-m", "pipeline", *map(str, args)], capture_output=True, text=True)
+    return proc.returncode, proc.stderr.strip().splitlines()
+
+
+def test_refusals_are_one_line_and_foreign_folders_are_kept(exported, tmp_path):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep")
+    rc, err = run("export-model", "--model", exported / "linear", "--format", "onnx", "--out", foreign)
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and "not replaced" in err[0]
+    assert (foreign / "notes.txt").read_text() == "keep" and len(list(foreign.iterdir())) == 1
+    rc, err = run("export-model", "--model", tmp_path / "none", "--format", "onnx", "--out", tmp_path / "x")
+    assert rc == 2 and len(err) == 1 and "does not exist" in err[0] and not (tmp_path / "x").exists()
+    broken = tmp_path / "broken"
+    import shutil
+
+    shutil.copytree(exported / "linear-onnx", broken)
+    (broken / "model.onnx").write_bytes(b"not a graph")
+    rc, err = run("punctuate", "--model", broken, "--format", "jsonl")
+    assert rc == 2 and len(err) == 1 and "model.onnx: cannot load the ONNX model" in err[0]
+    meta = json.loads((broken / "punctuation.json").read_text())
+    (broken / "punctuation.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "labels"}))
+    rc, err = run("punctuate", "--model", broken)
+    assert rc == 2 and len(err) == 1 and "punctuation.json: not an exported model's description (no labels)" in err[0]
+    rc, err = run("punctuate", "--model", exported / "linear-onnx", "--device", "cuda")
+    assert rc == 2 and len(err) == 1 and "runs on the CPU" in err[0]
+
+
+def test_a_second_export_replaces_the_first(exported, tmp_path):
+    out = tmp_path / "again"
+    for int8 in (False, True):
+        args = ["export-model", "--model", str(exported / "linear"), "--format", "onnx", "--out", str(out)]
+        assert cli.main(args + (["--int8"] if int8 else [])) == 0
+        meta = json.loads((out / "punctuation.json").read_text())
+        assert (meta["onnx"]["quantization"] is not None) == int8
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again"]
+
+
+def test_export_model_has_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export-model", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: punct-corpora export-model" in out and "--int8" in out
