@@ -166,8 +166,10 @@ def write_params(path: Path, files: dict[str, Path], args) -> None:
 
 
 def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of the largest single process of ``cmd`` (it and its children)."""
+    """Wall seconds and peak RSS (MB) of the largest single process of ``cmd`` (it and its children);
+    the passes it times go to ``timings.jsonl`` beside ``log`` (the executor's records)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env["PUNCT_TIMINGS"] = str(log.with_name(TIMINGS_FILE))
     env.pop("PUNCT_WORKERS", None)  # the params file's engine section decides
     env.pop("PUNCT_ENGINE", None)
     start = time.perf_counter()
@@ -242,13 +244,14 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
         corpus_words = 0
         for stage in STAGES:
             seconds, peak = 0.0, 0.0
-            logged = log.stat().st_size if log.exists() else 0
+            timings = folder / TIMINGS_FILE
+            timed = timings.stat().st_size if timings.exists() else 0
             for cmd in steps[stage]:  # ingest: one process per corpus, as in dvc.yaml
                 s, p = measure(cmd, folder, log)
                 seconds, peak = seconds + s, max(peak, p)
-            with open(log, "rb") as f:
-                f.seek(logged)
-                stage_passes = passes(f.read().decode("utf-8", errors="replace"))
+            with open(timings, "rb") as f:
+                f.seek(timed)
+                stage_passes = passes(f.read().decode("utf-8"))
             if stage == "ingest":
                 corpus_words = sum(
                     json.loads((folder / f"data/stats/scale_{lang}.json").read_text())["words"] for lang in files
@@ -289,22 +292,23 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
 
 # ----------------------------------------------------------------------------------- the report
 
-# a stage's log: each pass over the shards ends with its seconds; the tokenizer trainer logs its own
-PASS_LINE = re.compile(r"^(?P<label>[^\n]+?): (?P<done>\d+)/(?P=done) shards in (?P<seconds>[\d.]+) s$", re.M)
+# the executor's timed passes (pipeline.engine.executor.record_timing), one JSON line each, written
+# by every process of a stage to the file $PUNCT_TIMINGS names
+TIMINGS_FILE = "timings.jsonl"
 TRAINER_PASS = ": tokenizer training"  # the label suffix of the BPE trainer's time, which runs in the driver
-TRAINER_LINE = re.compile(r"^(?P<label>[^\n]+?): tokenizer trained on [^\n]* in (?P<seconds>[\d.]+) s$", re.M)
 PACKING_PASS = re.compile(rf"^sequences {DATASET}$")  # tokenize + pack: what the sequences target is about
 
 
-def passes(log_text: str) -> dict[str, float]:
-    """Seconds of each pass a stage logged, in log order (wall seconds of the pass over all its
-    shards); ingest's passes, one per corpus and process, summed."""
-    found = [(m.start(), m["label"], float(m["seconds"])) for m in PASS_LINE.finditer(log_text)]
-    found += [(m.start(), f"{m['label']}{TRAINER_PASS}", float(m["seconds"])) for m in TRAINER_LINE.finditer(log_text)]
+def passes(timings_text: str) -> dict[str, float]:
+    """Seconds of each pass a stage timed, in the order they ended (wall seconds of the pass over
+    all its shards); ingest's passes, one per corpus and process, summed."""
     out: dict[str, float] = {}
-    for _, label, seconds in sorted(found):
-        label = "ingest: every corpus" if label.startswith("ingest ") else label
-        out[label] = out.get(label, 0.0) + seconds
+    for line in timings_text.splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        label = "ingest: every corpus" if record["label"].startswith("ingest ") else record["label"]
+        out[label] = out.get(label, 0.0) + float(record["seconds"])
     return out
 
 

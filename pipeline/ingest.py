@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
+from pipeline import errors
 from pipeline.engine import location, reading, writing
 from pipeline.engine.dataset import counts_of, finish, run_step
 from pipeline.engine.executor import executor
@@ -126,7 +127,11 @@ class IngestStep:
 
         module = reader_module(self.reader)
         language = get_language(self.lang, self.user_dict)
-        result = module.read(shard, language, self.corpus, self.options)
+        try:
+            result = module.read(shard, language, self.corpus, self.options)
+        except RecursionError:  # nested JSON (or markup) deeper than a parser's recursion
+            where = getattr(shard, "path", None) or getattr(shard, "files", None) or "an input"
+            raise errors.InputError(f"{where}: nested too deeply to read (a record of thousands of levels)") from None
         suffix = self.suffixes.get(str(getattr(shard, "path", "")))
         if suffix and result.table is not None and result.table.num_rows:
             result.table = _suffixed_ids(result.table, str(shard.path), suffix)
@@ -210,7 +215,7 @@ def ingest(
         [Path(user_dict)] if user_dict else []
     )
     with writing.Outputs(inputs=inputs_read) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="segments")
         stats_path = outputs.file(stats) if stats else None
         with executor(engine, workers, scheduler) as runner:
             log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)

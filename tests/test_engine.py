@@ -303,3 +303,114 @@ def test_entry_points_allocate_arrow_memory_from_jemalloc(module):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "jemalloc"  # after the help text
+
+
+# =========================================================== the executor against a hostile user
+
+
+class CountedRefusal:
+    """A step that notes each call in a file and refuses its input (as a bad input file would)."""
+
+    def __init__(self, calls: Path):
+        self.calls = calls
+
+    def __call__(self, item):
+        from pipeline.errors import InputError
+
+        with open(self.calls, "a") as sink:
+            sink.write(f"{item}\n")
+        raise InputError(f"bad.txt: line {item}: not valid")
+
+
+class CrashOnce:
+    """A step whose worker dies the first time (a crash, not bad input): retried on another."""
+
+    def __init__(self, flag: Path):
+        self.flag = flag
+
+    def __call__(self, item):
+        if not self.flag.exists():
+            self.flag.write_text("crashed")
+            os._exit(1)
+        return item * 2
+
+
+def test_dask_does_not_retry_bad_input_but_retries_a_crash(tmp_path):
+    from pipeline.engine.executor import executor
+    from pipeline.errors import InputError
+
+    calls = tmp_path / "calls.txt"
+    with executor("dask", 2) as runner:
+        with pytest.raises(InputError, match=r"^bad.txt: line 7: not valid$"):
+            runner.map(CountedRefusal(calls), [7])
+        assert calls.read_text() == "7\n"  # one try: bad input fails the same way every time
+        assert runner.started == 1  # one item: one worker started, not two
+        assert runner.map(CrashOnce(tmp_path / "flag"), [1, 2, 3]) == [2, 4, 6]
+        assert runner.started == 2
+    assert (tmp_path / "flag").read_text() == "crashed"
+
+
+def test_dask_with_q_prints_the_one_error_line(tmp_path):
+    (tmp_path / "good.txt").write_text("Hello there.\n")
+    (tmp_path / "bad.txt").write_bytes(b"Fine.\n\xff\xfe broken\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "ingest", "-q", "--engine", "dask", "--workers", "2",
+         "--shard-lines", "1", "--reader", "text", "--lang", "en", "--corpus", "c",
+         "good.txt", "bad.txt", "--out", "out.parquet"],
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr  # no cluster start-up, no worker traceback
+    assert proc.stderr.startswith("error: bad.txt: invalid UTF-8 at byte offset 6 (line 2)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "good.txt"]
+
+
+def pid_of(_item) -> int:
+    return os.getpid()
+
+
+def test_the_local_pool_forks_no_more_workers_than_items(caplog):
+    from pipeline.engine.executor import LocalExecutor, cores, resolve_workers
+
+    runner = LocalExecutor(8)
+    try:
+        assert len(set(runner.map(pid_of, [1, 2]))) <= 2 and runner.started == 2
+        assert len(set(runner.map(pid_of, range(3)))) <= 3 and runner.started == 3  # grown for a wider pass
+    finally:
+        runner.close()
+    with caplog.at_level("WARNING"):
+        assert resolve_workers(cores() + 1) == cores() + 1
+    assert f"workers: {cores() + 1} is above the {cores()} core(s)" in caplog.text
+
+
+def test_passes_are_timed_as_records_not_log_lines(tmp_path, monkeypatch):
+    import json
+
+    from pipeline.engine import executor as ex
+
+    monkeypatch.setenv("PUNCT_TIMINGS", str(tmp_path / "timings.jsonl"))
+    with ex.executor("local", 2) as runner:
+        assert runner.map(pid_of, range(3), label="a pass") and runner.map(pid_of, [1], label="another")
+        runner.map(pid_of, [1])  # unlabelled: not a pass of the stage
+    records = [json.loads(line) for line in (tmp_path / "timings.jsonl").read_text().splitlines()]
+    assert [(r["label"], r["items"], r["engine"]) for r in records] == [("a pass", 3, "local"), ("another", 1, "local")]
+    assert all(r["seconds"] >= 0 and r["pid"] == os.getpid() for r in records)
+    assert ex.TIMINGS[-2:] == records
+    monkeypatch.setenv("PUNCT_TIMINGS", str(tmp_path / "no" / "such" / "folder" / "t.jsonl"))
+    from pipeline.errors import ParamsError
+
+    with pytest.raises(ParamsError, match=r"^PUNCT_TIMINGS=.*t.jsonl: cannot write the timings"):
+        ex.record_timing("x", 1.0, 1)
+
+
+def inner_map(item):
+    from pipeline.engine.executor import map_ordered
+
+    return sum(map_ordered(abs, [-item, -1, -2], workers=2))
+
+
+def test_map_ordered_inside_map_ordered_keeps_each_ones_items():
+    """The items live with each call's workers, not in a module global a nested call would reset."""
+    from pipeline.engine.executor import map_ordered
+
+    assert map_ordered(inner_map, list(range(12)), workers=2, chunks_per_worker=3) == [i + 3 for i in range(12)]

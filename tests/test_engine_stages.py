@@ -4,6 +4,7 @@ written, documents never cut."""
 
 import itertools
 import json
+import shutil
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -164,9 +165,14 @@ def test_row_shards_the_same_on_every_engine(talks, tmp_path):
 
     _folder, _ref, hyp = talks
     write_dataset(hyp, tmp_path / "parts", parts=7)
-    paths = [tmp_path / "parts", tmp_path / "parts"]  # two inputs: sources 0 and 1
+    # the same dataset twice is refused (it would be counted twice): two inputs are two copies
+    with pytest.raises(InputError, match=r"the same dataset as .*parts, given twice"):
+        row_shards([tmp_path / "parts", f"{tmp_path}/parts/"], 30)
+    shutil.copytree(tmp_path / "parts", tmp_path / "copy")
+    paths = [tmp_path / "parts", tmp_path / "copy"]  # two inputs: sources 0 and 1
     expected = row_shards(paths, 30)
-    assert len({s.path for s in expected}) == 7 and {s.source for s in expected} == {0, 1}
+    assert len({s.path for s in expected if s.source == 0}) == 7 and {s.source for s in expected} == {0, 1}
+    assert len({s.path for s in expected}) == 14
     assert [s.index for s in expected] == list(range(len(expected)))
     for _name, engine, workers in ENGINES:
         with executor(engine, workers) as runner:

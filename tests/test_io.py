@@ -34,7 +34,8 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         writing.write_table(sample_table(), target)
     assert target.read_bytes() == before  # the old output is untouched
-    assert [p.name for p in target.parent.iterdir()] == ["x.parquet"]  # no temporary or lock left behind
+    # no temporary or lock left behind: the output and its marker (which lets a later run replace it)
+    assert sorted(p.name for p in target.parent.iterdir()) == [".x.parquet.punct", "x.parquet"]
     with pytest.raises(RuntimeError):
         writing.write_table(sample_table(), tmp_path / "out" / "new.parquet")
     assert not (tmp_path / "out" / "new.parquet").exists()

@@ -192,7 +192,8 @@ def test_align_and_the_confusables_vocabulary_through_urls(shared, tmp_path):
             corpus="aligned",
             engine=EngineParams(workers=2, shard_rows=100),
         )
-    wanted = {k: v for k, v in files_of(local).items() if k.startswith("aligned")}
+    # the report's marker (.aligned.json.punct) comes along: it lets a later run replace the report
+    wanted = {k: v for k, v in files_of(local).items() if k.lstrip(".").startswith("aligned")}
     assert files_of("objstore://out") == wanted and len(wanted) > 3
     assert vocabulary_from_segments("objstore://in/ref.parquet", 2) == vocabulary_from_segments(
         str(local / "ref.parquet"), 2

@@ -821,7 +821,7 @@ def align_datasets(
     by_hyp = {h: r for r, h in pairing.pairs}
     mapping = {s.index: {d: by_hyp[d] for d in docs if d in by_hyp} for s, docs in zip(shards, hyp_docs_by_shard)}
     with writing.Outputs(inputs=[ref_path, hyp_path]) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             results = run_step(runner, AlignStep(ref_path, policy, lang, corpus, mapping), shards, folder, "align")

@@ -457,8 +457,8 @@ def oversample_dataset(
     augment = params.augment.model_dump() if params.augment is not None else None
     inputs = [source, *([confusables] if confusables else [])]
     with writing.Outputs(inputs=inputs) as outputs:
-        folder = outputs.dataset(out)
-        augmented_folder = outputs.dataset(augmented_out)
+        folder = outputs.dataset(out, kind="segments")
+        augmented_folder = outputs.dataset(augmented_out, kind="segments")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         plan = location.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)

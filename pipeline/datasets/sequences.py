@@ -546,15 +546,15 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from pipeline.audit.stats import AuditView, audit_dataset_views
     from pipeline.engine import location, reading, writing
     from pipeline.engine.dataset import counts_of, finish, one_value, row_shards, run_step
-    from pipeline.engine.executor import executor
+    from pipeline.engine.executor import executor, record_timing
     from pipeline.params import EngineParams
     from pipeline.training.pretrained import load_tokenizer, save_tokenizer
 
     engine = engine or EngineParams()
     earlier = list(earlier_reports)
     with writing.Outputs(inputs=[source, *earlier]) as outputs:
-        folder = outputs.dataset(out)
-        tokenizer_folder = outputs.dataset(tokenizer_out)
+        folder = outputs.dataset(out, kind="sequences")
+        tokenizer_folder = outputs.dataset(tokenizer_out, kind="tokenizer")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
@@ -564,10 +564,12 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
                 started = time.perf_counter()
                 words = repeated_words(counts)
                 tokenizer = train_tokenizer(words, params.vocab_size, params.lowercase, normalized=True)
+                seconds = time.perf_counter() - started
                 log.info(
                     "sequences %s: tokenizer trained on %d words (%d distinct) in %.1f s",
-                    name, sum(counts.values()), len(counts), time.perf_counter() - started,
+                    name, sum(counts.values()), len(counts), seconds,
                 )  # fmt: skip
+                record_timing(f"sequences {name}: tokenizer training", seconds, sum(counts.values()))
                 del counts
             else:
                 tokenizer = load_tokenizer(params.tokenizer)

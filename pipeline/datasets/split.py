@@ -489,7 +489,7 @@ def split_dataset(
     """Split the corpora into the dataset ``out`` (a folder of parts) and write the report."""
     engine = engine or EngineParams()
     with writing.Outputs(inputs=[i.path for i in inputs]) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         exchange, keys_folder = location.join(scratch, "hashes"), location.join(scratch, "keys")

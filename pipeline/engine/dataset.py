@@ -55,7 +55,8 @@ def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> li
         raise ParamsError("rows_per_shard must be at least 1")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    files = [(source, str(file)) for source, path in enumerate(paths) for file in reading.parquet_files(path)]
+    refuse_twice(paths)
+    files = [(source, str(file)) for source, path in enumerate(paths) for file in checked_parts(path)]
     runner = runner or Executor()
     per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
     tasks = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
@@ -73,6 +74,73 @@ def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> li
         shards += [RowShard(file, len(shards) + k, start, stop, source) for k, (start, stop) in enumerate(cuts)]
         previous = (source, file, last) if last is not None else previous
     return shards
+
+
+def refuse_twice(paths) -> None:
+    """The same dataset given twice (``X`` and ``X/``, ``X`` and a link to it) would be read, counted
+    and written twice: refused, naming both spellings."""
+    seen: dict = {}
+    for path in paths:
+        key = location.identity(path)
+        for other_key, other in seen.items():
+            if key == other_key or location.same_file(path, other):
+                raise errors.InputError(f"{path}: the same dataset as {other}, given twice: give it once")
+        seen[key] = path
+
+
+#: the leaf of the word lists in a Parquet footer: its value count bounds the manifest's words
+_WORDS_LEAF = "words.list.element"
+
+
+def checked_parts(path) -> list:
+    """The part files of the dataset ``path``, checked against its manifest before a stage uses
+    them, from the parts' footers only (no data read): the part list (a missing or an extra part),
+    the rows, the words (a footer counts an empty list as one slot, so the words lie between the
+    manifest's words and that plus the rows), and one column set in every part (a foreign part).
+    A lone Parquet file, or a folder without a manifest (another tool's), has nothing to check."""
+    files = reading.parquet_files(path)
+    manifest = reading.read_manifest(path) if not location.is_file(path) else None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), int):
+        return files
+    names = [location.name_of(file) for file in files]
+    expected = [part_name(i) for i in range(manifest["parts"])]
+    for name in sorted(set(names) - set(expected)):
+        raise errors.InputError(
+            f"{location.join(path, name)}: a part the manifest ({location.MANIFEST}) does not list "
+            f"(it lists {len(expected)}): not this dataset's; remove it or rewrite the dataset"
+        )
+    for name in sorted(set(expected) - set(names)):
+        raise errors.InputError(
+            f"{location.join(path, name)}: missing: the manifest ({location.MANIFEST}) lists "
+            f"{len(expected)} parts; rewrite the dataset"
+        )
+    rows, slots, columns, first = 0, 0, None, None
+    for file in files:
+        metadata = reading.open_parquet(file).metadata
+        names_here = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+        if columns is None:
+            columns, first = names_here, file
+        elif set(names_here) != set(columns):
+            raise errors.InputError(
+                f"{file}: columns differ from {location.name_of(first)}'s "
+                f"({', '.join(sorted(set(names_here) ^ set(columns)))}): a part of another dataset"
+            )
+        rows += metadata.num_rows
+        if _WORDS_LEAF in names_here:
+            index = names_here.index(_WORDS_LEAF)
+            slots += sum(metadata.row_group(g).column(index).num_values for g in range(metadata.num_row_groups))
+    if isinstance(manifest.get("rows"), int) and rows != manifest["rows"]:
+        raise errors.InputError(
+            f"{path}: its parts hold {rows} rows, its manifest ({location.MANIFEST}) says {manifest['rows']}: "
+            "a part was changed or replaced; rewrite the dataset"
+        )
+    words = manifest.get("words")
+    if isinstance(words, int) and columns and _WORDS_LEAF in columns and not words <= slots <= words + rows:
+        raise errors.InputError(
+            f"{path}: its parts hold {slots - rows}..{slots} words, its manifest ({location.MANIFEST}) says "
+            f"{words}: a part was changed or replaced; rewrite the dataset"
+        )
+    return files
 
 
 class _FileCuts:
@@ -103,7 +171,7 @@ def file_cuts(file: str, rows_per_shard: int) -> tuple[list[tuple[int, int]], st
     target = max(1, -(-rows // max(1, int(rows / rows_per_shard + 0.5))))
     cuts: list[tuple[int, int]] = []
     start, row, first, last = 0, 0, None, None
-    for batch in reader.iter_batches(columns=["doc_id"], batch_size=65_536):
+    for batch in reading.batches_of(reader, file, columns=["doc_id"], batch_size=65_536):
         docs = batch.column(0)
         if not len(docs):
             continue
@@ -189,16 +257,22 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
             first_row = row if first_row is None else first_row
         row += n
     schema = reader.schema_arrow
+    reading.require_columns(reader, columns, shard.path)
     if not groups:
         empty = schema.empty_table()
         return empty.select(columns) if columns else empty
-    if not dictionary:
-        table = reader.read_row_groups(groups, columns=columns)
-    else:  # a row group at a time: each has its own dictionaries, which a multi-group read cannot nest
-        try:
-            table = pa.concat_tables([reader.read_row_group(g, columns=columns) for g in groups])
-        except pa.ArrowNotImplementedError:  # a writer fell back to plain pages: read strings, encode here
-            table = as_dictionaries(reading.open_parquet(shard.path).read_row_groups(groups, columns=columns))
+    try:
+        if not dictionary:
+            table = reader.read_row_groups(groups, columns=columns)
+        else:  # a row group at a time: each has its own dictionaries, which a multi-group read cannot nest
+            try:
+                table = pa.concat_tables([reader.read_row_group(g, columns=columns) for g in groups])
+            except pa.ArrowNotImplementedError:  # a writer fell back to plain pages: read strings, encode here
+                table = as_dictionaries(reading.open_parquet(shard.path).read_row_groups(groups, columns=columns))
+    except (OSError, pa.ArrowException) as exc:
+        if isinstance(exc, pa.ArrowNotImplementedError):
+            raise
+        raise reading.unreadable(exc, shard.path) from None
     table = table.slice(shard.start - first_row, shard.stop - shard.start)
     return table.combine_chunks() if dictionary else table
 

@@ -13,11 +13,15 @@ A step never knows how it is run.  :func:`executor` gives an :class:`Executor` f
 Results come back in the order of the items whatever the engine and the number of workers,
 so outputs never depend on them.  Items and results should be small (shard descriptions,
 counts): steps write their own outputs.
+
+Every labelled pass is timed in :data:`TIMINGS` (and, when ``$PUNCT_TIMINGS`` names a file, appended
+to it as one JSON line): benchmarks read these records, not the log's wording.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import multiprocessing
 import os
@@ -30,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
-from pipeline.errors import ParamsError
+from pipeline.errors import ParamsError, UsageError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,13 +42,40 @@ R = TypeVar("R")
 ENGINES = ("local", "dask")
 log = logging.getLogger(__name__)
 
+#: the timed passes of this process, in the order they ended: ``{"label", "seconds", "items", ...}``
+TIMINGS: list[dict] = []
+
+
+def record_timing(label: str, seconds: float, items: int, **extra) -> dict:
+    """One timed pass (``items``: shards, or what the pass counts) kept in :data:`TIMINGS` and, when
+    ``$PUNCT_TIMINGS`` names a file, appended to it as a JSON line (one write: lines of processes
+    that run one after another, or at once, do not interleave)."""
+    entry = {"label": label, "seconds": round(float(seconds), 6), "items": int(items), "pid": os.getpid(), **extra}
+    TIMINGS.append(entry)
+    path = os.environ.get("PUNCT_TIMINGS")
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as sink:
+                sink.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise ParamsError(f"PUNCT_TIMINGS={path}: cannot write the timings ({exc.strerror or exc})") from None
+    return entry
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
 
 def resolve_workers(workers: int | None) -> int:
-    """0 or None: one worker per available core."""
+    """0 or None: one worker per available core; more workers than cores are allowed (a remote
+    cluster has its own) with a warning, since on this machine they only compete."""
     if not workers:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return cores()
     if workers < 0:
         raise ParamsError(f"workers must be >= 0, not {workers}")
+    if workers > cores():
+        log.warning("workers: %d is above the %d core(s) of this machine: they compete for them", workers, cores())
     return workers
 
 
@@ -89,6 +120,7 @@ class Executor:
             now = time.perf_counter()
             if label and done == len(items):
                 log.info("%s: %d/%d shards in %.1f s", label, done, len(items), now - began)
+                record_timing(label, now - began, done, engine=self.engine, workers=self.workers)
             elif label and now - shown > 2.0:
                 log.info("%s: %d/%d shards", label, done, len(items))
                 shown = now
@@ -101,62 +133,148 @@ class Executor:
 
 
 class LocalExecutor(Executor):
+    """Forked worker processes, started when a pass has more than one item: no more than the pass
+    has items (a worker with nothing to do is not forked), grown when a later pass has more."""
+
     engine = "local"
 
     def __init__(self, workers: int):
         self.workers = workers
         self.pool: ProcessPoolExecutor | None = None
+        self.started = 0  # processes in the pool
 
     def imap(self, fn, items):
         items = list(items)
         if self.workers <= 1 or len(items) <= 1:
             yield from super().imap(fn, items)
             return
+        wanted = min(self.workers, len(items))
+        if self.pool is not None and self.started < wanted:
+            self.close()
         if self.pool is None:
             self.pool = ProcessPoolExecutor(
-                self.workers,
+                wanted,
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_die_with_parent,
                 initargs=(os.getpid(),),
             )
+            self.started = wanted
         yield from self.pool.map(fn, items)
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+            self.started = 0
+
+
+class _Refused:
+    """A task's UsageError carried back as a value: bad input fails the same way on every try, so
+    it is not retried, and no worker logs it as a failed task."""
+
+    def __init__(self, error: UsageError):
+        self.error = error
+
+
+class _Task:
+    """Picklable: ``fn`` on a Dask worker, a UsageError returned (not raised)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, item):
+        try:
+            return self.fn(item)
+        except UsageError as exc:
+            return _Refused(exc)
+
+
+@contextmanager
+def _quiet_dask():
+    """Dask's own logs at the level this run shows: with ``-q`` (warnings and above) nothing of the
+    cluster's start-up, its shutdown or its workers, whose failures the driver reports itself.  The
+    worker processes read the level from the environment when they start."""
+    shown = logging.getLogger().getEffectiveLevel()
+    level = logging.DEBUG if shown <= logging.DEBUG else logging.CRITICAL if shown > logging.INFO else logging.WARNING
+    name = logging.getLevelName(level).lower()
+    saved = {
+        key: os.environ.get(key) for key in ("DASK_LOGGING__DISTRIBUTED", "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED")
+    }
+    os.environ.update(dict.fromkeys(saved, name))
+    try:
+        import distributed  # noqa: F401 (its import configures its loggers: set them after)
+
+        for logger in ("distributed", "distributed.client", "distributed.scheduler", "distributed.nanny"):
+            logging.getLogger(logger).setLevel(level)
+        yield level
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class DaskExecutor(Executor):
+    """``dask.distributed``: a local cluster started at the first pass with no more workers than the
+    pass has items (grown when a later pass has more), or a cluster at ``scheduler``.  A task's
+    UsageError ends the run at once; a task whose worker dies is retried on another."""
+
     engine = "dask"
 
     def __init__(self, workers: int, scheduler: str | None = None):
-        from distributed import Client, LocalCluster
-
         self.cluster = None
-        address = scheduler or os.environ.get("PUNCT_DASK_SCHEDULER")
-        if address:
-            self.client = Client(address)
-        else:
-            self.cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-            )
-            self.client = Client(self.cluster)
-        self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
+        self.client = None
+        self.workers = workers
+        self.started = 0
+        self.address = scheduler or os.environ.get("PUNCT_DASK_SCHEDULER")
+        if self.address:
+            from distributed import Client
+
+            with _quiet_dask():
+                self.client = Client(self.address)
+            self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
+
+    def _ensure(self, items: int) -> None:
+        wanted = max(1, min(self.workers, items))
+        if self.client is not None and (self.address or self.started >= wanted):
+            return
+        with _quiet_dask() as level:
+            if self.cluster is None:
+                from distributed import Client, LocalCluster
+
+                self.cluster = LocalCluster(
+                    n_workers=wanted, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=level
+                )
+                self.client = Client(self.cluster)
+            else:
+                self.cluster.scale(wanted)
+        self.started = wanted
 
     def imap(self, fn, items):
-        futures = self.client.map(fn, list(items), pure=False, retries=2)
+        items = list(items)
+        if not items:
+            return
+        self._ensure(len(items))
+        futures = self.client.map(_Task(fn), items, pure=False, retries=2)
         try:
             for future in futures:
-                yield future.result()
+                result = future.result()
+                if isinstance(result, _Refused):
+                    raise result.error
+                yield result
         finally:
             for future in futures:
                 future.release()
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        if self.client is None:
+            return
+        with _quiet_dask():
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        self.client = self.cluster = None
 
 
 @contextmanager
@@ -176,13 +294,22 @@ def executor(engine: str = "local", workers: int | None = 0, scheduler: str | No
         runner.close()
 
 
-# the items of the map in progress: forked workers inherit them, so only index ranges travel to
-# the workers and only results travel back (for items too big to send: whole documents in memory)
-_ITEMS: list = []
+#: in a worker process of :func:`map_ordered` only: (fn, items), inherited when the pool forked it
+#: (fork passes the initializer's arguments without pickling them), so only index ranges travel to
+#: the workers and only results travel back, for items too big to send (whole documents in memory);
+#: the driver keeps no state, so two maps (nested, or in two threads) never see each other's items
+_WORKER: tuple | None = None
 
 
-def _run_range(fn: Callable[[T], R], start: int, stop: int) -> list[R]:
-    return [fn(item) for item in _ITEMS[start:stop]]
+def _start_range_worker(parent: int, fn, items) -> None:
+    global _WORKER
+    _die_with_parent(parent)
+    _WORKER = (fn, items)
+
+
+def _run_range(start: int, stop: int) -> list:
+    fn, items = _WORKER
+    return [fn(item) for item in items[start:stop]]
 
 
 def map_ordered(
@@ -193,18 +320,13 @@ def map_ordered(
     workers = min(resolve_workers(workers), max(len(items), 1))
     if workers <= 1:
         return [fn(item) for item in items]
-    global _ITEMS
     n_chunks = min(len(items), workers * chunks_per_worker)
     bounds = [round(i * len(items) / n_chunks) for i in range(n_chunks + 1)]
-    _ITEMS = items
-    try:
-        with ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("fork"),
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
-        ) as pool:
-            results = pool.map(_run_range, [fn] * n_chunks, bounds[:-1], bounds[1:])
-            return [r for chunk in results for r in chunk]
-    finally:
-        _ITEMS = []
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start_range_worker,
+        initargs=(os.getpid(), fn, items),
+    ) as pool:
+        results = pool.map(_run_range, bounds[:-1], bounds[1:])
+        return [r for chunk in results for r in chunk]

@@ -30,6 +30,52 @@ def is_url(path) -> bool:
     return isinstance(path, str) and _URL.match(path) is not None
 
 
+def local_of(path):
+    """``path`` with a ``file://`` (or ``local://``) URL spelled as the local path it names: the
+    same file must be recognised whichever way the user spelled it; any other path as it is."""
+    if is_url(path):
+        protocol, _, rest = path.partition("://")
+        if protocol.lower() in ("file", "local"):
+            return Path("/" + rest.lstrip("/"))
+        return path
+    return path
+
+
+def identity(path):
+    """What ``path`` names, every spelling folded: a local path absolute with symlinks, ``..`` and a
+    trailing slash resolved (a ``file://`` URL is its local path); any other URL without the
+    trailing slash.  Hard links are equal only by :func:`same_file` (they have two names)."""
+    path = local_of(path)
+    if is_url(path):
+        return str(path).rstrip("/")
+    try:
+        return Path(os.path.realpath(os.path.abspath(path)))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def same_file(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one file or folder: the same spelling once resolved, or the same
+    inode (a hard link)."""
+    a, b = identity(a), identity(b)
+    if a == b:
+        return True
+    if isinstance(a, str) or isinstance(b, str):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def inside(inner, outer) -> bool:
+    """Whether ``inner`` lies strictly inside the folder ``outer`` (spellings resolved)."""
+    inner, outer = identity(inner), identity(outer)
+    if isinstance(inner, str) or isinstance(outer, str):
+        return isinstance(inner, str) and isinstance(outer, str) and inner.startswith(outer + "/")
+    return inner != outer and inner.is_relative_to(outer)
+
+
 def url_fs(url: str):
     """(fsspec file system, path inside it) of ``url``; an unknown protocol, or one whose package is
     not installed, is an InputError naming the URL."""
@@ -133,7 +179,18 @@ def _errno_of(exc: OSError) -> int | None:
     return int(found.group(1)) if found else None
 
 
+#: Arrow's wording of a short write (its file writer reports no errno): a full disk or a quota
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+
+
+def is_short_write(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and _SHORT_WRITE.search(str(exc)) is not None
+
+
 def _os_reason(exc: OSError) -> str:
+    if is_short_write(exc):
+        found = _SHORT_WRITE.search(str(exc))
+        return f"short write, {found[2]} of {found[1]} bytes: the disk may be full"
     number = _errno_of(exc)
     if number in _DISK_ERRNOS:
         return _DISK_ERRNOS[number]

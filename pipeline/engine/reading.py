@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -17,6 +18,20 @@ from pipeline.errors import InputError, SchemaError
 from pipeline.schema import conform
 
 BOM = b"\xef\xbb\xbf"
+log = logging.getLogger(__name__)
+
+
+def escaped(path) -> str:
+    """``path`` printable whatever bytes its name holds: bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace") if not is_url(path) else str(path)
+
+
+def _utf8_name(path) -> bool:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def open_input(path):
@@ -71,6 +86,21 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
 
 
+def read_stdin(stream=None) -> str:
+    """Standard input as strict UTF-8 text: invalid bytes named by their byte offset and line, as
+    in a file (the text layer's codec error names neither)."""
+    import sys
+
+    source = stream if stream is not None else getattr(sys.stdin, "buffer", None)
+    if source is None:  # a text stream put in its place (an embedding program): already decoded
+        return sys.stdin.read()
+    try:
+        data = source.read()
+    except OSError as exc:
+        raise InputError(f"<stdin>: cannot read ({_os_reason(exc)})") from None
+    return decode_utf8(data, "<stdin>")
+
+
 def decode_utf8(data: bytes, path, first_line: int = 1, base_offset: int = 0) -> str:
     """``data`` (read from ``path`` at ``base_offset``) as text; BOM stripped at the file's start;
     invalid bytes -> InputError with the byte offset in the file and the line."""
@@ -118,7 +148,11 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
         files = []
         for entry in sorted(path.glob(pattern)):
             reason = None
-            if entry.name.startswith("."):
+            if not _utf8_name(entry):
+                # its name cannot be a document id, nor shown: that file only is refused, by name
+                reason = "name_not_utf8"
+                log.warning("%s: file name is not valid UTF-8: not read (rename it to read it)", escaped(entry))
+            elif entry.name.startswith("."):
                 reason = "hidden_file"
             elif entry.is_symlink() and not entry.exists():
                 reason = "broken_link"
@@ -136,6 +170,8 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
         return files
     if problem := _missing(path):
         raise problem
+    if not _utf8_name(path):
+        raise InputError(f"{escaped(path)}: file name is not valid UTF-8: rename it")
     return [path]
 
 
@@ -200,17 +236,46 @@ def conform_segments(table: pa.Table, path: str | os.PathLike) -> pa.Table:
         raise InputError(f"{path}: not a segment table ({exc})") from None
 
 
+def _read_whole(file) -> pa.Table:
+    reader = open_parquet(file)
+    try:
+        return reader.read()
+    except (OSError, pa.ArrowException) as exc:
+        raise unreadable(exc, file) from None
+
+
 def read_segments(path: str | os.PathLike) -> pa.Table:
     """A whole segment dataset (a file, or a folder of parts) in memory: for small data and tests;
     the stages stream (:func:`iter_batches`)."""
-    tables = [conform_segments(open_parquet(file).read(), file) for file in parquet_files(path)]
+    tables = [conform_segments(_read_whole(file), file) for file in parquet_files(path)]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def unreadable(exc: Exception, path) -> InputError:
+    """A Parquet file whose pages cannot be read (a corrupt page, a failed decompression), named."""
+    return InputError(f"{path}: cannot read its data, the file is damaged ({exc})")
+
+
+def require_columns(reader: pq.ParquetFile, columns, path) -> None:
+    """A file of another schema, refused by name before a read would fail with a KeyError."""
+    missing = [c for c in columns or () if c not in reader.schema_arrow.names]
+    if missing:
+        raise InputError(f"{path}: not a table of this kind: no column {', '.join(map(repr, missing))}")
 
 
 def iter_batches(path: str | os.PathLike, columns: list[str] | None = None, batch_size: int = 65_536):
     """Record batches of a dataset (file or folder of parts), streamed: memory is one batch."""
     for file in parquet_files(path):
-        yield from open_parquet(file).iter_batches(columns=columns, batch_size=batch_size)
+        yield from batches_of(open_parquet(file), file, columns=columns, batch_size=batch_size)
+
+
+def batches_of(reader: pq.ParquetFile, path, columns: list[str] | None = None, batch_size: int = 65_536):
+    """``reader``'s record batches, streamed; a missing column or a damaged page named by ``path``."""
+    require_columns(reader, columns, path)
+    try:
+        yield from reader.iter_batches(columns=columns, batch_size=batch_size)
+    except (OSError, pa.ArrowException) as exc:
+        raise unreadable(exc, path) from None
 
 
 def read_json(path: str | os.PathLike):
@@ -218,6 +283,8 @@ def read_json(path: str | os.PathLike):
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: invalid JSON (column {exc.colno}): {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid JSON: nested too deeply to read") from None
 
 
 def read_manifest(path: str | os.PathLike) -> dict | None:

@@ -1,19 +1,28 @@
 """Writing outputs atomically: a run writes everything in staging paths beside its outputs and
 promotes them together when it succeeded (:class:`Outputs`), so an output appears whole or not at all.
 
-An output path is replaced only when it holds an earlier output of the same kind (a file, or a
-dataset folder marked by its manifest): the run never deletes what it did not write.  Files and
-folders get the permissions any tool gives under the caller's umask.  A lock beside the output
-refuses a second run writing the same path at the same time; staging left by a killed run is
-removed by the next run.  Object stores rename by copying and have no locks, so on a URL the
-outputs are put in place file by file (a dataset's manifest first).
+Paths are compared resolved (a ``file://`` URL and its path, symlinks, ``..``, a trailing slash,
+hard links): an output is never an input, nor another output of the same run.  An output path is
+replaced only when it holds an earlier output of the same kind: a dataset folder whose manifest
+records the same kind, or a single file this tool wrote (its hidden ``.NAME.punct`` marker holds
+the file's sha256; a lone Parquet file of an earlier version proves itself by its schema): the
+run never deletes what it did not write.  Files and folders get the permissions any tool gives
+under the caller's umask.  A lock beside the output refuses a second run writing the same path at
+the same time.  The promotion is driven by a journal written beside every output before the
+first rename: a failure rolls every output back, and a run killed during it is finished by the
+next run at any of its outputs; staging left by a killed run is removed by the next run.  Object
+stores rename by copying and have no locks, so on a URL the outputs are put in place file by file
+(a dataset's manifest first).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
+import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -31,18 +40,24 @@ from pipeline.engine.location import (
     MANIFEST,
     _errno_of,
     _os_reason,
+    inside,
     is_file,
+    is_short_write,
     is_url,
     join,
+    local_of,
     make_folder,
     name_of,
     parent_of,
+    same_file,
     shown,
     url_fs,
 )
-from pipeline.engine.reading import open_parquet
+from pipeline.engine.reading import open_input, open_parquet, read_bytes, read_json
 from pipeline.errors import InputError, OutputError
 from pipeline.schema import PARQUET_OPTIONS, as_dictionaries, statistics_columns
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -120,6 +135,15 @@ def _is_dataset(path: Path) -> bool:
     return is_file(join(path, MANIFEST))
 
 
+def _kind_of(folder) -> str | None:
+    """The kind a dataset folder's manifest records (None: unreadable, or written without one)."""
+    try:
+        manifest = read_json(join(folder, MANIFEST))
+    except (InputError, OSError):
+        return None
+    return manifest.get("kind") if isinstance(manifest, dict) else None
+
+
 def _is_parquet_of_ours(path: Path) -> bool:
     """A lone Parquet file an earlier version of this tool wrote (its schema carries our name)."""
     try:
@@ -129,64 +153,106 @@ def _is_parquet_of_ours(path: Path) -> bool:
     return metadata.get(b"schema", b"").startswith(b"punct-")
 
 
-def _replaceable(final: Path, dataset: bool) -> None:
-    """Refuse to replace anything but an earlier output of the same kind."""
+#: the marker beside a single-file output (``.NAME.punct``) holds the sha256 of the file this tool
+#: wrote there: only such a file (unchanged since) is replaced by a later run
+MARKER_SUFFIX = ".punct"
+
+
+def marker_of(final):
+    """The marker path of the single-file output ``final``."""
+    return join(parent_of(final), f".{name_of(final)}{MARKER_SUFFIX}")
+
+
+def _sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open_input(path) as source:
+        while block := source.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _marker_text(path) -> str:
+    return json.dumps({"written_by": "punct-corpora", "sha256": _sha256(path)}) + "\n"
+
+
+def _is_marked(final) -> bool:
+    """Whether ``final`` is a file this tool wrote and nobody changed since (its marker's sha256)."""
+    try:
+        marker = json.loads(read_bytes(marker_of(final)))
+        return isinstance(marker, dict) and marker.get("sha256") == _sha256(final)
+    except (InputError, OSError, ValueError):
+        return False
+
+
+def _refuse_foreign_file(final) -> None:
+    raise OutputError(
+        f"{final}: exists and is not an output of this tool: not replaced; "
+        "choose another output path or remove it yourself"
+    )
+
+
+def _replaceable(final, dataset: bool, kind: str | None = None) -> None:
+    """Refuse to replace anything but an earlier output of the same kind: a dataset folder whose
+    manifest records ``kind`` (any kind when ``kind`` is None), or a single file this tool wrote
+    (its marker), or a lone Parquet file an earlier version wrote (its schema names this tool)."""
     if is_url(final):
         fs, inner = url_fs(final)
         if not fs.exists(inner):
             return
-        if fs.isdir(inner):
-            if dataset and _is_dataset(final):
-                return
+        folder, regular = fs.isdir(inner), fs.isfile(inner)
+    else:
+        if not (final.exists() or final.is_symlink()):
+            return
+        folder = final.is_dir() and not final.is_symlink()
+        regular = final.is_file()
+    if folder:
+        if not _is_dataset(final):
             raise OutputError(
                 f"{final}: exists and is a folder this tool did not write (no {MANIFEST}), or a dataset where "
-                "a file goes: not replaced; choose another output path"
+                "a file goes: not replaced; choose another output path or remove it yourself"
             )
-        if dataset and final.endswith(".parquet") and _is_parquet_of_ours(final):
-            return
         if not dataset:
-            return
-        raise OutputError(f"{final}: exists and is not an output of this kind: not replaced")
-    if not (final.exists() or final.is_symlink()):
-        return
-    if final.is_dir() and not final.is_symlink():
-        if dataset and _is_dataset(final):
-            return
-        if _is_dataset(final):
             raise OutputError(f"{final}: is a dataset folder, not a file: not replaced; choose another output path")
-        raise OutputError(
-            f"{final}: exists and is a folder this tool did not write (no {MANIFEST}): not replaced; "
-            "choose another output path or remove it yourself"
-        )
-    if dataset and final.suffix == ".parquet" and _is_parquet_of_ours(final):
-        return  # a single-file output of an earlier version
-    if not dataset and final.is_file():
+        found = _kind_of(final)
+        if kind is not None and found != kind:
+            raise OutputError(
+                f"{final}: holds an output of another kind ({found or 'unknown'}, not {kind}): not replaced; "
+                "choose another output path"
+            )
         return
-    raise OutputError(f"{final}: exists and is not an output of this kind: not replaced")
+    if regular and name_of(final).endswith(".parquet") and _is_parquet_of_ours(final):
+        return  # a single-file output of an earlier version: its schema proves it
+    if dataset:
+        raise OutputError(f"{final}: exists and is not an output of this kind: not replaced")
+    if regular and _is_marked(final):
+        return
+    _refuse_foreign_file(final)
 
 
-def _same_path(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
+def _resolved(path: Path) -> Path:
+    """``path`` with its folder's spelling resolved (the name itself kept: it may be a link we replace)."""
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def check_not_input(outputs, inputs) -> None:
-    """An output must not be (or hold) an input: writing it would destroy what is being read."""
-    for out in (str(p).rstrip("/") for p in outputs if is_url(p)):
-        for source in (str(p).rstrip("/") for p in inputs if is_url(p)):
-            if out == source or source.startswith(out + "/"):
-                raise OutputError(f"{out}: is also an input ({source}): choose another output path")
-            if out.startswith(source + "/"):
-                raise OutputError(f"{out}: lies inside an input ({source}): choose another output path")
-    for out in (Path(p) for p in outputs if not is_url(p)):
-        for source in (Path(p) for p in inputs if not is_url(p)):
-            if _same_path(out, source) or source.resolve().is_relative_to(out.resolve()):
+    """An output must not be (or hold) an input: writing it would destroy what is being read.
+    Spellings are compared resolved: a ``file://`` URL and its path, symlinks, ``..``, a trailing
+    slash, hard links."""
+    for out in outputs:
+        for source in inputs:
+            if same_file(out, source) or inside(source, out):
                 raise OutputError(f"{out}: is also an input ({source}): choose another output path")
             # a dataset or a folder of inputs is read whole: an output inside it would be read too
-            if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
+            local = local_of(source)
+            if inside(out, source) and (is_url(local) or Path(local).is_dir()):
                 raise OutputError(f"{out}: lies inside an input ({source}): choose another output path")
+
+
+def _check_not_output(final, others) -> None:
+    """Two outputs of one run must not be one path, or one inside the other."""
+    for other in others:
+        if same_file(final, other) or inside(final, other) or inside(other, final):
+            raise OutputError(f"{final}: is also an output ({other}): choose another output path")
 
 
 class _Lock:
@@ -227,41 +293,114 @@ _STAGING = ".staging-"
 _OLD = ".old-"
 
 
+#: the journal of a promotion, beside each of its outputs (a staging name: hidden from DVC and git)
+_JOURNAL = "-journal"
+
+
 def _staging_prefix(final) -> str:
     """The name this run's staging and scratch beside ``final`` begin with (a killed run's are removed by
     the next: :func:`_remove_stale`)."""
     return f".{name_of(final)}{_STAGING}{os.getpid()}-"
 
 
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _remove_stale(final: Path) -> None:
-    """Staging and set-aside copies left beside ``final`` by a run that was killed (the lock is held)."""
+    """Staging left beside ``final`` by a run that was killed (the lock is held; its journal, if any,
+    was replayed first: :func:`_recover`).  A set-aside copy with no journal (an earlier version's)
+    goes back in place when the output is missing, and is removed only when the output is there."""
     if is_url(final):
         fs, inner = url_fs(final)
         parent, _, name = inner.rstrip("/").rpartition("/")
         for leftover in fs.glob(f"{parent}/.{name}{_STAGING}*"):
             fs.rm(leftover, recursive=True)
         return
-    for prefix in (f".{final.name}{_STAGING}", f".{final.name}{_OLD}"):
-        for leftover in final.parent.glob(prefix + "*"):
-            if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
+    for leftover in sorted(final.parent.glob(f".{glob.escape(final.name)}{_STAGING}*")):
+        _remove(leftover)
+    for leftover in sorted(final.parent.glob(f".{glob.escape(final.name)}{_OLD}*")):
+        if not _lexists(final):
+            os.replace(leftover, final)
+        else:
+            _remove(leftover)
+
+
+def _write_journal(path: Path, journal: dict) -> None:
+    """A journal copy, whole or absent (written beside and renamed), flushed to the disk."""
+    scratch = path.with_name(path.name + ".tmp")
+    with open(scratch, "w", encoding="utf-8") as sink:
+        json.dump(journal, sink)
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(scratch, path)
+
+
+def _journals(final: Path) -> list[Path]:
+    return sorted(final.parent.glob(f".{glob.escape(final.name)}{_STAGING}*{_JOURNAL}"))
+
+
+def _recover(final: Path) -> None:
+    """Finish a promotion that a killed run left half done beside ``final`` (its journal lists every
+    output of that run): the staged outputs were complete before the first rename, so each is put in
+    place, then the set-aside copies and the journal copies are removed."""
+    for path in _journals(final):
+        try:
+            journal = json.loads(path.read_text(encoding="utf-8"))
+            entries = [(Path(e["final"]), Path(e["staging"]), Path(e["old"])) for e in journal["entries"]]
+            copies = [Path(p) for p in journal["journals"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise OutputError(
+                f"{final}: an interrupted run left a journal that cannot be read ({path}): "
+                "check the outputs and remove it yourself"
+            ) from None
+        for target, staging, old in entries:
+            if not _lexists(staging):
+                continue  # put in place before the kill
+            if _lexists(target) and not _lexists(old):
+                os.replace(target, old)
+            os.replace(staging, target)
+        for _, _, old in entries:
+            _remove(old)
+        for copy in copies:
+            copy.unlink(missing_ok=True)
+        log.warning("%s: finished the promotion a killed run left half done (journal %s)", final, path.name)
+
+
+def _roll_back(entries) -> None:
+    """Undo a promotion in this process: each new output back to its staging path, each set-aside
+    output back in place."""
+    for target, staging, old in reversed(entries):
+        if not _lexists(staging) and _lexists(target):
+            os.replace(target, staging)
+        if _lexists(old) and not _lexists(target):
+            os.replace(old, target)
 
 
 class Outputs:
     """The outputs of one run, staged beside their final paths and promoted together.
 
     >>> with Outputs(inputs=[src]) as out:
-    ...     folder = out.dataset("data/segments/x.parquet")   # a staging folder to write parts in
+    ...     folder = out.dataset("data/segments/x.parquet", kind="segments")  # a staging folder for parts
     ...     stats = out.file("data/stats/x.json")             # a staging file path
     ...     ...
     # both are in place now, or (on an exception) neither changed
+
+    The promotion is one step driven by a journal written beside every output before the first
+    rename: a run killed during it is finished by the next run that writes any of those outputs.
     """
 
     def __init__(self, inputs=()):
-        self.inputs = [Path(p) for p in inputs]
-        self.staged: list[tuple[Path, Path, bool]] = []  # (staging, final, is_dataset)
+        self.inputs = list(inputs)
+        self.staged: list[tuple[Path, Path, bool, str | None]] = []  # (staging, final, is_dataset, kind)
+        self.finals: list = []  # every output of the run, for the check that two are not one
         self.locks: list[_Lock] = []
         self.scratches: list[Path] = []
         self.scratch_for: list[Path] = []  # the outputs the scratch folders are for
@@ -281,10 +420,14 @@ class Outputs:
             raise OutputError(f"{final.parent}: cannot create ({_os_reason(exc)})") from None
         self.folders += reversed(missing)
 
-    def _stage(self, final, dataset: bool) -> Path:
+    def _stage(self, final, dataset: bool, kind: str | None = None) -> Path:
+        final = local_of(final)
         final = final if is_url(final) else Path(final)
         check_not_input([final], self.inputs)
-        _replaceable(final, dataset)
+        _check_not_output(final, self.finals)
+        self.finals.append(final)
+        if is_url(final) or not _journals(_resolved(final)):  # a killed promotion's journal is replayed first
+            _replaceable(final, dataset, kind)  # before any folder or lock is made
         self._make_parent(final)
         if is_url(final):
             _remove_stale(final)  # no lock on an object store: a second run at once is not refused
@@ -296,12 +439,15 @@ class Outputs:
                     write_bytes_in_place(b"", staging)
             except OSError as exc:
                 raise OutputError(f"{parent_of(final)}: cannot write ({_os_reason(exc)})") from None
-            self.staged.append((staging, final, dataset))
+            self.staged.append((staging, final, dataset, kind))
             return staging
+        final = _resolved(final)
         lock = _Lock(final)
         lock.acquire()
         self.locks.append(lock)
+        _recover(final)
         _remove_stale(final)
+        _replaceable(final, dataset, kind)  # again: a finished promotion may have put an output there
         prefix = _staging_prefix(final)
         try:
             if dataset:
@@ -312,21 +458,24 @@ class Outputs:
                 staging = Path(name)
         except OSError as exc:
             raise OutputError(f"{final.parent}: cannot write ({_os_reason(exc)})") from None
-        self.staged.append((staging, final, dataset))
+        self.staged.append((staging, final, dataset, kind))
         return staging
 
-    def dataset(self, final) -> Path:
-        """A staging folder for a dataset of parts (``final`` is replaced by it at commit)."""
-        return self._stage(final, dataset=True)
+    def dataset(self, final, kind: str | None = None) -> Path:
+        """A staging folder for a dataset of parts (``final`` is replaced by it at commit).  ``kind``:
+        what its manifest will record (``segments``, ``sequences``, ...); an existing dataset of
+        another kind is refused now (without it, at commit, from the manifest written)."""
+        return self._stage(final, dataset=True, kind=kind)
 
     def file(self, final) -> Path:
-        """A staging path for one file."""
+        """A staging path for one file (it replaces only a file this tool wrote: its marker)."""
         return self._stage(final, dataset=False)
 
     def scratch(self, beside) -> Path:
         """A working folder beside ``beside`` (an output of this run) for data exchanged between
         passes; removed when the run ends, whatever happens."""
-        final = beside if is_url(beside) else Path(beside)
+        final = local_of(beside)
+        final = final if is_url(final) else Path(final)
         check_not_input([final], self.inputs)
         self._make_parent(final)
         if is_url(final):
@@ -343,46 +492,90 @@ class Outputs:
         self.scratch_for.append(final)
         return folder
 
-    def commit(self) -> None:
-        """Put every staged output in place; if one cannot be, the earlier ones are rolled back
-        (on a URL: file by file, and no rollback: an object store renames by copying)."""
-        for staging, final, dataset in self.staged:
-            if is_url(final):
-                _put_url_in_place(staging, final, dataset)
-        self.staged = [entry for entry in self.staged if not is_url(entry[1])]
-        for staging, _, _ in self.staged:
+    def _with_markers(self) -> list[tuple[Path, Path]]:
+        """(staging, final) of every local output, each single file followed by its marker (staged
+        too); each output checked again against what is there now, a dataset by the kind its
+        manifest records."""
+        moves: list[tuple[Path, Path]] = []
+        for staging, final, dataset, kind in self.staged:
             make_readable(staging)
-        moved: list[tuple[Path, Path, Path | None]] = []  # (final, staging, set-aside old)
-        for staging, final, _ in self.staged:
-            old = None
-            try:
-                if final.exists() or final.is_symlink():
-                    old = final.parent / f".{final.name}{_OLD}{os.getpid()}"
+            if dataset:
+                _replaceable(final, True, kind or _kind_of(staging))
+                moves.append((staging, final))
+                continue
+            _replaceable(final, False)
+            marker = Path(f"{staging}{MARKER_SUFFIX}")
+            write_text_in_place(_marker_text(staging), marker)
+            moves += [(staging, final), (marker, Path(marker_of(final)))]
+        return moves
+
+    def commit(self) -> None:
+        """Put every staged output in place together: a journal is written beside each output, then
+        each earlier output is set aside and the new one renamed in; the set-aside copies are removed
+        only once every new output is in place.  A failure rolls every output back; a kill is finished
+        by the next run (:func:`_recover`).  On a URL: file by file, no rollback (an object store
+        renames by copying)."""
+        for staging, final, dataset, kind in self.staged:
+            if is_url(final):
+                if dataset:
+                    _replaceable(final, True, kind or _kind_of(staging))
+                else:
+                    _replaceable(final, False)
+                _put_url_in_place(staging, final, dataset)
+                if not dataset:
+                    write_bytes_in_place(_marker_text(final).encode(), marker_of(final))
+        self.staged = [entry for entry in self.staged if not is_url(entry[1])]
+        if not self.staged:
+            return
+        moves = self._with_markers()
+        pid = os.getpid()
+        entries = [(final, staging, final.parent / f".{final.name}{_OLD}{pid}") for staging, final in moves]
+        copies = [final.parent / f".{final.name}{_STAGING}{pid}{_JOURNAL}" for _, final, _, _ in self.staged]
+        journal = {
+            "entries": [{"final": str(f), "staging": str(s), "old": str(o)} for f, s, o in entries],
+            "journals": [str(c) for c in copies],
+        }
+        outputs = [final for _, final, _, _ in self.staged]
+        failed = outputs[0]  # the output whose journal copy or rename failed, for the message
+        try:
+            for output, copy in zip(outputs, copies, strict=True):
+                failed = output
+                _write_journal(copy, journal)
+            for final, staging, old in entries:
+                # a marker's rename is named by its output
+                failed = (
+                    final.with_name(final.name[1 : -len(MARKER_SUFFIX)])
+                    if final.name.endswith(MARKER_SUFFIX)
+                    else final
+                )
+                if _lexists(final):
                     os.replace(final, old)
                 os.replace(staging, final)
-            except OSError as exc:
-                # the earlier outputs go back to staging and every set-aside output back in place
-                if old is not None and not (final.exists() or final.is_symlink()):
-                    os.replace(old, final)
-                for done_final, done_staging, done_old in reversed(moved):
-                    os.replace(done_final, done_staging)
-                    if done_old is not None:
-                        os.replace(done_old, done_final)
-                raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
-            moved.append((final, staging, old))
-        for _, _, old in moved:
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        except BaseException as exc:
+            _roll_back(entries)
+            for copy in copies:
+                copy.unlink(missing_ok=True)
+                Path(f"{copy}.tmp").unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise OutputError(f"{shown(failed)}: cannot put the output in place ({_os_reason(exc)})") from None
+            raise
         self.staged = []
+        # every new output is in place: a kill from here leaves a journal whose replay only removes
+        # what is left (no staging remains to put in place)
+        for _, _, old in entries:
+            _remove(old)
+        for copy in copies:
+            copy.unlink(missing_ok=True)
 
     def abort(self) -> None:
-        for staging, _, dataset in self.staged:
+        for staging, _, dataset, _ in self.staged:
             if is_url(staging):
                 _remove_url(staging)
             elif dataset:
                 shutil.rmtree(staging, ignore_errors=True)
             else:
                 staging.unlink(missing_ok=True)
+                Path(f"{staging}{MARKER_SUFFIX}").unlink(missing_ok=True)
         self.staged = []
 
     def close(self) -> None:
@@ -404,7 +597,7 @@ class Outputs:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
-        finals = [final for _, final, _ in self.staged] or self.scratch_for
+        finals = [final for _, final, _, _ in self.staged] or self.scratch_for
         try:
             if kind is None:
                 try:
@@ -416,7 +609,7 @@ class Outputs:
                 self.abort()
         finally:
             self.close()
-        if isinstance(value, OSError) and _errno_of(value) in _DISK_ERRNOS:
+        if isinstance(value, OSError) and (_errno_of(value) in _DISK_ERRNOS or is_short_write(value)):
             # a writer that words no path (a file object's write, a library's): name the outputs
             where = [value.filename] if value.filename else finals
             if where:

@@ -39,7 +39,7 @@ def punctuate(
         batch_size=batch_size,
         batch_tokens=batch_tokens,
     )
-    texts = [reading.read_text(path) for path in inputs] if inputs else [sys.stdin.read()]
+    texts = [reading.read_text(path) for path in inputs] if inputs else [reading.read_stdin()]
     started, total = time.perf_counter(), 0
     # the same normalization as training; marks already in the text are dropped, not trusted
     predictions = punctuator.predict_many([punctuator.words_of(text) for text in texts])
