@@ -744,13 +744,13 @@ class AlignStep:
         self.pairing = pairing  # hyp doc -> ref doc per shard index (documents not in it are left out); None: by id
 
     def __call__(self, shard):
-        from pipeline.engine.dataset import read_segments
+        from pipeline.engine.dataset import read_shard
         from pipeline.engine.location import is_url
         from pipeline.engine.reading import conform_segments, open_input, parquet_files
         from pipeline.engine.step import StepResult
         from pipeline.text.verbalize import verbalizer_or_none
 
-        hyp = read_segments(shard)
+        hyp = read_shard(shard)
         if self.pairing is not None:
             mapping = self.pairing.get(shard.index, {})
             if hyp.num_rows and len(mapping) < len(set(hyp["doc_id"].to_pylist())):  # unpaired, left out (--force)

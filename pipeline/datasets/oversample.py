@@ -40,7 +40,7 @@ from pipeline.engine.dataset import (
     each_step,
     finish,
     read_rows,
-    read_segments,
+    read_shard,
     row_shards,
     run_step,
 )
@@ -176,7 +176,7 @@ class _Copies:
         self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard, dictionary=True)
+        table = read_shard(shard, dictionary=True)
         train = _train(table)
         docs = _documents(table, train)
         row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
@@ -293,7 +293,7 @@ class _Write:
         return pa.Table.from_batches(batches, COPY_SCHEMA).combine_chunks()
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_segments(shard, dictionary=True)
+        table = read_shard(shard, dictionary=True)
         counts = Counts()
         incoming = self._incoming(shard)
         if incoming is not None and incoming.num_rows:

@@ -529,14 +529,14 @@ class SequencesStep:
             return AutoTokenizer.from_pretrained(str(local))
 
     def __call__(self, shard):
-        from pipeline.engine.dataset import read_segments
+        from pipeline.engine.dataset import read_shard
         from pipeline.engine.step import Counts, StepResult
 
         key = (self.tokenizer_dir, repr(self.backend))
         tokenizer = self._loaded.get(key)
         if tokenizer is None:
             tokenizer = self._loaded[key] = self._tokenizer()
-        table, counts = build_sequences(read_segments(shard, dictionary=True), tokenizer, **self.options)
+        table, counts = build_sequences(read_shard(shard, dictionary=True), tokenizer, **self.options)
         return StepResult(table, Counts(stats=counts))
 
 

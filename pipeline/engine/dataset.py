@@ -277,7 +277,7 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
     return table.combine_chunks() if dictionary else table
 
 
-def read_segments(shard: RowShard, dictionary: bool = False) -> pa.Table:
+def read_shard(shard: RowShard, dictionary: bool = False) -> pa.Table:
     """The shard's rows in the segment schema (``dictionary``: list columns kept as dictionaries)."""
     table = read_rows(shard, dictionary=dictionary)
     if not dictionary:

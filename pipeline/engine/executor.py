@@ -312,6 +312,15 @@ def _run_range(start: int, stop: int) -> list:
     return [fn(item) for item in items[start:stop]]
 
 
+def thread_map(fn: Callable, items, workers: int) -> list:
+    """``fn`` over ``items`` on ``workers`` threads of this process, results in order: for work
+    that releases the GIL (numpy, rapidfuzz) over arrays too large to send to worker processes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        return list(pool.map(fn, items))
+
+
 def map_ordered(
     fn: Callable[[T], R], items: Iterable[T], workers: int | None = 1, chunks_per_worker: int = 4
 ) -> list[R]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +29,7 @@ import pyarrow as pa
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from pipeline.engine.executor import resolve_workers
+from pipeline.engine.executor import resolve_workers, thread_map
 from pipeline.errors import InputError, ParamsError
 
 CONFUSABLES_SCHEMA = pa.schema(
@@ -202,8 +201,7 @@ def _window_top_k(strings, lengths, rows, bounds, k, workers, select):
             distance[part[line[top]], rank[top]] = dist[top]
 
         # blocks on threads: rapidfuzz and numpy's selection both release the GIL
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(block, range(0, len(positions), BLOCK)))
+        thread_map(block, range(0, len(positions), BLOCK), workers)
     return index, distance
 
 
@@ -253,8 +251,7 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
             )
 
         # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
-        with ThreadPoolExecutor(workers) as pool:
-            found = [ab for ab in pool.map(pairs_meeting_at, range(int(lengths.max()) + 1)) if ab is not None]
+        found = [ab for ab in thread_map(pairs_meeting_at, range(int(lengths.max()) + 1), workers) if ab is not None]
         pairs_a, pairs_b = [a for a, _ in found], [b for _, b in found]
         key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
         a, b = key // n, key % n

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import logging
 import pkgutil
 from dataclasses import dataclass
@@ -54,10 +55,10 @@ class LanguageModules:
 
 
 def _submodules(package: str, skip=lambda name: False) -> list[str]:
-    module = importlib.import_module(package)
-    return sorted(
-        m.name for m in pkgutil.iter_modules(module.__path__) if not m.name.startswith("_") and not skip(m.name)
-    )
+    # found without importing the package: a stage that needs no grammar must not load the
+    # verbalizer package (its DVC deps list only what it imports)
+    path = importlib.util.find_spec(package).submodule_search_locations
+    return sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_") and not skip(m.name))
 
 
 @functools.cache
