@@ -67,3 +67,19 @@ def test_typographic_and_ascii_apostrophes_give_the_same_words_and_keep_possessi
     assert "drivers'" in first and "students'" in first
     assert second == ["the", "drivers", "he", "said"]  # the quotes are quotes, not part of a word
     assert report["apostrophes_made_ascii"] == 2
+
+
+def test_chinese_quotes_stay_quotes_and_a_latin_name_keeps_its_apostrophe(tmp_path):
+    """Between two Chinese characters ‘…’ are quotes, never apostrophes; in a Latin name inside
+    Mandarin text the apostrophe is made ASCII and the name stays one word (no word "'")."""
+    out, made = clean("他要求\u2018彻底重写\u2019保守党的环境法案", "米克\u00b7奥弗林（Mick O\u2019flynn）表示")
+    assert out == ["他要求\u2018彻底重写\u2019保守党的环境法案", "米克\u00b7奥弗林（Mick O'flynn）表示"]
+    assert made == 1
+    path = tmp_path / "zh.txt"
+    text = "他要求\u2018彻底重写\u2019保守党的环境法案。\n主任（Mick O\u2019flynn）表示：选中。\n"
+    path.write_text(text, encoding="utf-8")
+    table, report = ingest_table("text", path, "zh", "zh")
+    first, second = table["words"].to_pylist()
+    assert first == ["他", "要求", "彻底", "重写", "保守党", "的", "环境", "法案"]
+    assert "O'flynn" in second and "'" not in second
+    assert report["apostrophes_made_ascii"] == 1

@@ -7,6 +7,7 @@ handled by whitespace splitting), so English text passes almost for free.
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections import Counter, defaultdict
 
@@ -150,9 +151,17 @@ def replace_controls(lines: pa.Array, counts: Counter | None = None) -> pa.Array
 #: and the modifier letter are apostrophes (``drivers’``); see :func:`_word_final_apostrophes`.
 APOSTROPHES = "\u2019\u02bc\u2032\u00b4\u2018\uff07`"
 _APOSTROPHE_RE = char_class(APOSTROPHES)
-_IN_WORD_RE = r"(\p{L}\p{M}*)" + _APOSTROPHE_RE + r"(\p{L})"
+#: a letter of a script that writes apostrophes: not Chinese, Japanese or Korean, where ‘…’ and
+#: ’ are quotes (``他要求‘彻底重写’``)
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Bopomofo}"
+_LETTER = r"[^\P{L}" + _CJK + "]"
+_IN_WORD_RE = "(" + _LETTER + r"\p{M}*)" + _APOSTROPHE_RE + "(" + _LETTER + ")"
 #: a right single quote or modifier letter apostrophe that ends a word (not followed by a letter)
-_WORD_FINAL_RE = r"\p{L}\p{M}*[\x{2019}\x{2bc}](?:[^\p{L}]|$)"
+_WORD_FINAL_RE = _LETTER + r"\p{M}*[\x{2019}\x{2bc}](?:[^\p{L}]|$)"
+_CJK_CHAR = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff]"
+)
 
 
 def _word_final_apostrophes(line: str) -> str:
@@ -164,7 +173,10 @@ def _word_final_apostrophes(line: str) -> str:
         if char == "\u2018":
             open_quotes += 1
         elif char in "\u2019\u02bc":
-            after_word = i > 0 and (line[i - 1].isalnum() or unicodedata.category(line[i - 1]).startswith("M"))
+            before = line[i - 1] if i > 0 else ""
+            after_word = bool(before) and (
+                (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
+            )
             if after_word and (char == "\u02bc" or not open_quotes):
                 char = "'"
             elif char == "\u2019" and open_quotes:

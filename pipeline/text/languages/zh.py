@@ -68,7 +68,32 @@ def normalize_block(text: str) -> str:
 def tokenize(line: str, user_dict: str | None = None) -> list[str]:
     """jieba words; whitespace is a separator and never a token."""
     jieba = segmenter(user_dict)
-    return [w for w in jieba.cut(line, True) if w.strip()]
+    pieces = jieba.cut(line, True)
+    if "'" in line:
+        pieces = _latin_apostrophes_joined(pieces)
+    return [w for w in pieces if w.strip()]
+
+
+def _latin_apostrophes_joined(pieces: list[str]) -> list[str]:
+    """``O'flynn`` whole: jieba cuts a Latin word at its apostrophe, which would leave the
+    apostrophe a word of its own (jieba's pieces are the line, so neighbours touch)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pieces):
+        piece = pieces[i]
+        while (
+            i + 2 < len(pieces)
+            and pieces[i + 1] == "'"
+            and piece[-1:].isascii()
+            and piece[-1:].isalpha()
+            and pieces[i + 2][:1].isascii()
+            and pieces[i + 2][:1].isalpha()
+        ):
+            piece += "'" + pieces[i + 2]
+            i += 2
+        out.append(piece)
+        i += 1
+    return out
 
 
 def with_user_dict(path: str) -> Language:
