@@ -239,3 +239,21 @@ def test_the_samples_in_five_languages_export_and_load(root, tmp_path):
         for row_w, row_l in zip(table["words"].to_pylist(), table["labels"].to_pylist())
         for w, x in zip(row_w, row_l)
     ]
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "hf", "nemo"])
+def test_a_split_value_that_would_leave_the_output_folder_is_refused(tmp_path, capsys, fmt):
+    """A split column holding a path (``../../x``) never names a file: export writes nothing."""
+    _, table = ingest(tmp_path)
+    victim = tmp_path / "x.tsv"
+    victim.write_text("a user's file\n")
+    hostile = with_column(table, "split", pa.array(["../../x"] * len(table)))
+    write_dataset(hostile, tmp_path / "hostile")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    out = tmp_path / "a" / "b"
+    assert cli.main(["export", "--format", fmt, str(tmp_path / "hostile"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "column split" in err and "'../../x'" in err and "\n" not in err
+    assert victim.read_text() == "a user's file\n"
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
