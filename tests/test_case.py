@@ -117,6 +117,7 @@ def test_case_labels_give_back_every_word_as_written(shared, name):
     assert not missing, missing[:5]
 
 
+@pytest.mark.real_corpora  # more FLORES lines than the committed cut
 def test_caseless_scripts_are_all_O(shared):
     bangla = get_reader("news_json")(
         [shared / "bangla_news/articles_2025-12-29.json"],

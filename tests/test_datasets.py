@@ -121,6 +121,7 @@ def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
     _assert_cut_80_10_10_in_hash_order(strata, got, 21)
 
 
+@pytest.mark.real_corpora  # more FLORES lines than the committed cut
 def test_stratified_split_of_multi_sentence_documents(shared, tmp_path):
     """A document's stratum is the set of marks over all its sentences, so documents of five
     sentences still split 80/10/10 (marks joined per sentence made nearly every document a stratum

@@ -172,6 +172,7 @@ def test_a_shard_never_cuts_a_document(tmp_path):
     assert sum(1 for _ in row_shards([tmp_path / "out"], 5)) > 1  # a stage over it accepts it
 
 
+@pytest.mark.real_corpora  # more FLORES lines than the committed cut
 def test_local_and_dask_identical(hindi, tmp_path):
     runs = {}
     for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
@@ -256,6 +257,7 @@ def test_failure_leaves_nothing(tmp_path, hindi, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.real_corpora  # more FLORES lines than the committed cut
 def test_ingest_stage_with_an_engine(tmp_path, shared, root):
     """A registry entry with an engine section writes the same dataset as the in-memory reader."""
     from support.datasets import write_params

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 from conftest import ROOT
-from support.corpora import require_real_content
+from support.corpora import has_real_corpora, require_real, require_real_content
 
 from corpora import get_reader
 from corpora.news_json import load_sources
@@ -69,7 +69,10 @@ def test_hand_checked_line(row, shared):
         ]
         words, labels = table["words"][match[0]].as_py(), table["labels"][match[0]].as_py()
     else:
-        line = path.read_text(encoding="utf-8").split("\n")[int(key) - 1]
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if int(key) > len(lines):  # beyond the committed cut: a line of the real file
+            require_real()
+        line = lines[int(key) - 1]
         from corpora.punctuated_text import unquote_csv
 
         language = get_language(lang)
@@ -248,7 +251,7 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
     )
     every_char = "".join(chr(c) for c in range(block_start, block_start + 0x80))
     lines += [every_char, every_char[::-1], ": " + every_char + ":", ""]
-    assert len(lines) > 1000
+    assert len(lines) > (1000 if has_real_corpora() else 250)  # the real files, or their cuts
     bare = IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
     cleaned = clean_lines(pa.array(lines, pa.string()), keep_joiners=True).to_pylist()
     expected = [bare.normalize(unicodedata.normalize("NFC", line)) for line in cleaned]
