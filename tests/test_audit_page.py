@@ -3,15 +3,12 @@ scale for the label shares of every dataset, labelled histogram bins, warnings a
 dataset, the Alam 2020 note only beside its format's datasets, a message instead of an empty
 chart; checked by parsing the HTML and by screenshots in headless Chromium at two widths."""
 
-import os
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
-import numpy as np
 import pyarrow as pa
 import pytest
+from support.browser import missing_colors, screenshot
 
 from corpora import get_reader
 from pipeline.audit.html import ALAM_NOTE, HIST_BINS, nice_axis
@@ -163,49 +160,11 @@ def test_the_alam_note_only_beside_its_datasets(page):
     assert parsed.text.count("Alam et al. (2020) Table 2") == 1
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    message = "chromium is not installed (.ci/run installs Debian's chromium)"
-    if os.environ.get("PUNCT_REQUIRE_CORPORA"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_page_renders_in_headless_chromium(page, width, tmp_path):
     """At a desktop and a phone width: no console error, the bars of every colour on screen, and
     no horizontal overflow of the charts (they scale to the page)."""
-    browser = _chromium()
     folder, _result, _parsed = page
-    shot = tmp_path / f"audit-{width}.png"
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--hide-scrollbars",
-        f"--window-size={width},2400",
-    ]
-    page_url = (folder / "audit.html").as_uri()
-    proc = subprocess.run(
-        [browser, *flags, f"--screenshot={shot}", page_url], capture_output=True, text=True, timeout=120
-    )
-    assert shot.exists(), proc.stderr[-2000:]
-    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert not console, console
-    from PIL import Image
-
-    image = np.asarray(Image.open(shot).convert("RGB"))
+    image = screenshot(folder / "audit.html", tmp_path / f"audit-{width}.png", width, 2400, tmp_path / "profile")
     assert image.shape[1] == width
-    colors = {tuple(c) for c in np.unique(image.reshape(-1, 3), axis=0)}
-    for hex_color in ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"):
-        rgb = tuple(int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
-        assert rgb in colors, f"no pixel of {hex_color} at width {width}"
+    assert not missing_colors(image), f"no pixel of {missing_colors(image)} at width {width}"

@@ -1,12 +1,12 @@
 """The audit a person reads: Table 1 and 2 of Alam 2020, splits, the HTML page in a real browser."""
 
 import json
-import shutil
 import subprocess
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from support.browser import chromium, missing_colors, screenshot
 
 from corpora import get_reader
 from pipeline.audit.html import report_html, table1_markdown
@@ -117,24 +117,9 @@ def test_bad_input_is_reported_not_a_crash(tmp_path):
     assert "<script" not in html and "<link" not in html and "src=" not in html  # nothing to fetch
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
 def test_html_report_in_headless_chromium(tmp_path, root):
     """The page loads in a real browser with no console error, and every chart shows in a screenshot."""
-    browser = _chromium()
-    if browser is None:
-        message = "chromium is not installed (.ci/run installs Debian's chromium)"
-        import os
-
-        if os.environ.get("PUNCT_REQUIRE_CORPORA"):
-            pytest.fail(message)
-        pytest.skip(message)
+    chromium()
     tables = [
         get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks").table,
         get_reader("text")([root / "corpora/samples/bn/news.txt"], lang="bn", corpus="bangla").table,
@@ -143,36 +128,9 @@ def test_html_report_in_headless_chromium(tmp_path, root):
     page = tmp_path / "audit.html"
     html = page.read_text()
     assert html.count('class="chart"') == 4  # label shares and sentence lengths, two datasets
-    shot = tmp_path / "shot.png"
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--hide-scrollbars",
-        "--window-size=1400,1400",
-    ]
-    proc = subprocess.run(
-        [browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120
-    )
-    assert shot.exists(), proc.stderr[-2000:]
-    console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert not console, console
-    from PIL import Image
-
-    image = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3)
-    colors = {tuple(c) for c in np.unique(image, axis=0)}
+    image = screenshot(page, tmp_path / "shot.png", 1400, 1400, tmp_path / "profile")
     # each chart's bars are drawn in their own colour: every one is on screen
-    for hex_color in ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"):
-        rgb = tuple(int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
-        assert rgb in colors, f"no pixel of {hex_color} in the screenshot"
+    assert not missing_colors(image), f"no pixel of {missing_colors(image)} in the screenshot"
 
 
 @pytest.mark.slow
