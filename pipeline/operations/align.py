@@ -38,7 +38,6 @@ def align_sides(entry, sides, out, report_path, corpus: str | None = None) -> di
     into the segment dataset ``out`` and the report ``report_path``.  ``corpus`` (default: the
     hypothesis file's name, or the hypothesis dataset's own corpus) names the output's rows."""
     from pipeline import params as P
-    from pipeline.align.alignment import align_datasets
     from pipeline.align.inputs import SEGMENTS, side_dataset
     from pipeline.engine import writing
 
@@ -53,44 +52,38 @@ def align_sides(entry, sides, out, report_path, corpus: str | None = None) -> di
     with writing.Outputs(inputs=[ref_side.path, hyp_side.path]) as outputs:
         scratch = outputs.scratch(f"{str(out).rstrip('/')}-inputs")
         ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
-        report = align_datasets(
-            ref,
-            hyp,
-            out,
-            report_path,
-            policy=entry.policy,
-            lang=entry.lang,
-            corpus=corpus,
-            pair_by=entry.pair_by,
-            max_wer=entry.max_wer,
-            force=entry.force,
-            engine=P.EngineParams(workers=entry.workers),
-            pairs_file=entry.pairs,
-        )
+        report = _align(entry, ref, hyp, out, report_path, corpus, P.EngineParams(workers=entry.workers))
     _log_report(report, "align", out)
     return report
 
 
-def align_entry(params_path, name: str, ref, hyp, out, report_path) -> dict:
-    """The params file's ``alignments.<name>`` over the ingested datasets ``ref`` and ``hyp``, sharded
-    (with ``pair_by file``, paired by the entry's ``pairs`` file)."""
+def _align(entry, ref, hyp, out, report_path, corpus, engine) -> dict:
+    """The alignment of the segment datasets ``ref`` and ``hyp`` with an entry's options (the command
+    line's or the params file's: the same fields)."""
     from pipeline.align.alignment import align_datasets
-    from pipeline.operations.entries import load_entry
 
-    params, entry = load_entry(params_path, "alignments", name)
-    report = align_datasets(
+    return align_datasets(
         ref,
         hyp,
         out,
         report_path,
         policy=entry.policy,
         lang=entry.lang,
-        corpus=name,
+        corpus=corpus,
         pair_by=entry.pair_by,
         max_wer=entry.max_wer,
         force=entry.force,
-        engine=params.engine_for(entry.engine),
+        engine=engine,
         pairs_file=entry.pairs,
     )
+
+
+def align_entry(params_path, name: str, ref, hyp, out, report_path) -> dict:
+    """The params file's ``alignments.<name>`` over the ingested datasets ``ref`` and ``hyp``, sharded
+    (with ``pair_by file``, paired by the entry's ``pairs`` file)."""
+    from pipeline.operations.entries import load_entry
+
+    params, entry = load_entry(params_path, "alignments", name)
+    report = _align(entry, ref, hyp, out, report_path, name, params.engine_for(entry.engine))
     _log_report(report, f"align {name}", out)
     return report
