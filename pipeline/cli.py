@@ -86,6 +86,11 @@ def _option(parser, flag: str, model, key: str, **kwargs) -> None:
     shows_default(parser.add_argument(flag, dest=key, **kwargs), _default(model, key))
 
 
+def _flag(parser, flag: str, model, key: str, help: str) -> None:
+    """An on/off option; not given, ``model``'s default for ``key`` holds (a params file's value too)."""
+    _option(parser, flag, model, key, action="store_true", default=None, help=help)
+
+
 def _engine_options(parser, *keys: str) -> None:
     helps = {
         "engine": "local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
@@ -403,14 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
     _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
-    _option(
+    _flag(
         align,
         "--force",
         A,
         "force",
-        action="store_true",
-        default=None,
-        help="align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+        "align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
     )
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
@@ -431,15 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
     _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
     _option(conf, "--k", C, "k", type=int, help="neighbours per word")
-    _option(
-        conf,
-        "--keep-stress",
-        C,
-        "keep_stress",
-        action="store_true",
-        default=None,
-        help="keep English stress digits / Mandarin tones",
-    )
+    _flag(conf, "--keep-stress", C, "keep_stress", "keep English stress digits / Mandarin tones")
     _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
@@ -461,35 +456,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     split.add_argument("--ratios", nargs="+", metavar="SPLIT=SHARE", help="shares of documents (train=0.8 ...)")
     split.add_argument("--counts", nargs="+", metavar="SPLIT=DOCS", help="numbers of documents (dev=100 ...)")
-    _option(
-        split,
-        "--strict",
-        S,
-        "strict",
-        action="store_true",
-        default=None,
-        help="with --counts: refuse counts the corpora cannot fill (else a warning)",
-    )
+    _flag(split, "--strict", S, "strict", "with --counts: refuse counts the corpora cannot fill (else a warning)")
     _option(split, "--seed", S, "seed", type=int, help="seed of the document hash")
-    _option(
-        split,
-        "--stratify",
-        S,
-        "stratify",
-        action="store_true",
-        default=None,
-        help="split each stratum (the marks a document has) by the ratios",
-    )
+    _flag(split, "--stratify", S, "stratify", "split each stratum (the marks a document has) by the ratios")
     _option(split, "--min-sentences", S, "min_sentences", type=int, help="keep documents with more sentences")
     _option(split, "--min-marks", S, "min_marks", type=int, help="keep segments with at least this many marks")
-    _option(
+    _flag(
         split,
         "--drop-train-duplicates",
         S,
         "drop_train_duplicates",
-        action="store_true",
-        default=None,
-        help="remove train segments whose words also occur in dev or test",
+        "remove train segments whose words also occur in dev or test",
     )
     split.add_argument(
         "--fixed", nargs="+", metavar="SEGMENTS=SPLIT", help="segment datasets kept whole in one split (a benchmark's)"
@@ -540,15 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     _option(train, "--max-len", Q, "max_len", type=int, help="tokens per sequence of the dataset")
     _option(train, "--mode", Q, "mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut")
     _option(train, "--stride", Q, "stride", type=int, help="tokens shared by consecutive chunks")
-    _option(
-        train,
-        "--slot-filling",
-        Q,
-        "slot_filling",
-        action="store_true",
-        default=None,
-        help="labels at <mask> positions (Rao 2022)",
-    )
+    _flag(train, "--slot-filling", Q, "slot_filling", "labels at <mask> positions (Rao 2022)")
     train.set_defaults(func=_train)
 
     punct = commands.add_parser(
