@@ -191,7 +191,7 @@ def punctuate_rate(args, name) -> dict:
 
     from pipeline.training.inference import predict_words
     from pipeline.training.model import build_model
-    from pipeline.training.pretrained import pretrained_path
+    from pipeline.datasets.pretrained import pretrained_path
 
     device = torch.device("cpu" if args.cpu else "cuda")
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))

@@ -92,7 +92,7 @@ def main() -> None:
     from pipeline.training.inference import predict_words
     from pipeline.training.loop import device_of, evaluate, train
     from pipeline.training.model import build_model
-    from pipeline.training.pretrained import pretrained_path
+    from pipeline.datasets.pretrained import pretrained_path
 
     def read(name, split):
         table = get_reader("tsv")([shared / f"iwslt_en/{name}.tsv"], lang="en", corpus=name).table

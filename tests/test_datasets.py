@@ -484,8 +484,8 @@ def test_word_pieces_ignore_the_padding_a_pretrained_tokenizer_carries():
     """The packaged MiniLM's tokenizer.json pads every encoding to 128: a word is still its own pieces."""
     from transformers import AutoTokenizer
 
+    from pipeline.datasets.pretrained import pretrained_path
     from pipeline.datasets.sequences import PieceCache
-    from pipeline.training.pretrained import pretrained_path
 
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))
     words = ["restoration", "the", "punctuation", "zzyzx", "naïve"]
@@ -519,9 +519,9 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
     import subprocess
     import sys
 
+    from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
     from pipeline.datasets.sequences import SequencesStep, packing_files
     from pipeline.engine.dataset import row_shards
-    from pipeline.training.pretrained import load_tokenizer, save_tokenizer
 
     if tokenizer_name == "train":
         tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
@@ -553,7 +553,7 @@ def test_sequences_driver_trains_and_saves_a_tokenizer_without_torch(tmp_path):
 
     probe = (
         "import sys; from pipeline.datasets.sequences import train_tokenizer, packing_files; "
-        "from pipeline.training.pretrained import save_tokenizer; "
+        "from pipeline.datasets.pretrained import save_tokenizer; "
         "tok = train_tokenizer(iter('the cat sat on the mat'.split()), vocab_size=40); "
         f"save_tokenizer(tok, {str(tmp_path / 'tok')!r}); "
         f"path, ids = packing_files(tok, {str(tmp_path / 'tok')!r}, {str(tmp_path)!r}); "

@@ -19,8 +19,8 @@ HEADS = ("linear", "bilstm_crf", "layer_attention")
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """Tiny checkpoints (MiniLM's tokenizer, seeded weights, a case head) for three of the heads."""
+    from pipeline.datasets.pretrained import load_tokenizer
     from pipeline.training.model import build_model, save_checkpoint
-    from pipeline.training.pretrained import load_tokenizer
 
     root = tmp_path_factory.mktemp("models")
     tokenizer = load_tokenizer("packaged:minilm")

@@ -277,7 +277,7 @@ def test_saved_tokenizer_does_not_depend_on_offline_mode(sample, tmp_path, monke
     records local_files_only in tokenizer_config.json otherwise)."""
     from transformers import AutoTokenizer
 
-    from pipeline.training.pretrained import save_tokenizer
+    from pipeline.datasets.pretrained import save_tokenizer
 
     _table, tokenizer, _ = sample
     save_tokenizer(tokenizer, tmp_path / "source")

@@ -126,8 +126,8 @@ def test_a_bad_config_file_names_its_key(dataset_64, tmp_path, capsys):
 
 
 def test_checkpoints_follow_the_umask_and_keep_other_entries(dataset_64, tmp_path):
+    from pipeline.datasets.pretrained import load_tokenizer
     from pipeline.training.model import build_model, load_checkpoint, save_checkpoint
-    from pipeline.training.pretrained import load_tokenizer
 
     tokenizer = load_tokenizer(str(dataset_64 / "tokenizer"))
     model = build_model(TINY, tokenizer)

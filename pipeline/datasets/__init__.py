@@ -1,7 +1,8 @@
 """Datasets made from segment datasets: ``split`` (train/dev/test by document hash), ``oversample``
 and ``augment`` (question oversampling, 3R and Alam 2020 augmentation), ``sequences`` (word
-counts, tokenizer training, packing into model-ready sequences) and ``export`` (NeMo, xashru's
-TSV, Hugging Face).
+counts, tokenizer training, packing into model-ready sequences), ``export`` (NeMo, xashru's
+TSV, Hugging Face) and ``pretrained`` (pretrained models and tokenizers by name or folder: the
+sequences stage tokenizes, and training finds its models the same way).
 """
 
 from pipeline._lazy import lazy_exports

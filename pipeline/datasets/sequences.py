@@ -548,7 +548,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from pipeline.engine.dataset import counts_of, finish, one_value, row_shards, run_step
     from pipeline.engine.executor import executor, record_timing
     from pipeline.params import EngineParams
-    from pipeline.training.pretrained import load_tokenizer, save_tokenizer
+    from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
 
     engine = engine or EngineParams()
     earlier = list(earlier_reports)

@@ -1,6 +1,5 @@
 """Training and inference: the train params (``config``), the streamed data path (``data``), the
-model and its heads (``model``), pretrained models and tokenizers by name or folder
-(``pretrained``), the Accelerate loop and evaluation (``loop``), metrics (``metrics``) and
+model and its heads (``model``), the Accelerate loop and evaluation (``loop``), metrics (``metrics``) and
 inference on words and text (``inference``).  Importing this package imports no torch.
 """
 

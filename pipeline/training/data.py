@@ -135,7 +135,7 @@ def write_dataset(
     groups by default, so that tests exercise windows over several row groups and files."""
     import pyarrow.parquet as pq
 
-    from pipeline.training.pretrained import save_tokenizer
+    from pipeline.datasets.pretrained import save_tokenizer
 
     folder = Path(folder)
     docs = sorted(set(segments["doc_id"].to_pylist()))

@@ -40,7 +40,7 @@ from torch import nn
 
 from pipeline.errors import ParamsError
 from pipeline.labels import CASE_LABELS, LABELS
-from pipeline.training.pretrained import pretrained_path, save_tokenizer
+from pipeline.datasets.pretrained import pretrained_path, save_tokenizer
 
 logger = logging.getLogger(__name__)
 
