@@ -1,8 +1,8 @@
 """TED talks in mteval XML (IWSLT): ``<doc docid=...>`` holding ``<seg id=...>`` segments.
 
 Each talk is a document (doc_id: its ``talkid``, else ``docid``; a talk id the file repeats
-gets ``~2``, ``~3``... on its later ``<doc>``s, counted as ``ids_made_unique``, so two talks
-never merge into one document); each ``<seg>`` a segment,
+gets ``~2``, ``~3``... on its later ``<doc>``s, in this file or a later one, counted as
+``ids_made_unique``, so two talks never merge into one document); each ``<seg>`` a segment,
 labelled from its own punctuation; all of a segment's text counts, inline elements' too
 (``<seg>Before <i>inner</i> after.</seg>``).  Metadata elements (title, url, description,
 keywords) are not text of the talk and are skipped; a ``<seg>`` outside any ``<doc>`` has no
@@ -12,6 +12,7 @@ talk to belong to: dropped, counted.  Each file is a shard.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -52,13 +53,33 @@ def parse(text: str, path, counts: Counts | None = None) -> list[tuple[str, list
     return docs
 
 
+@dataclass(frozen=True)
+class TalksShard(FileShard):
+    """A whole file, with the talk ids that earlier files hold: (id, how many ``<doc>``s carry it)."""
+
+    earlier: tuple[tuple[str, int], ...] = ()
+
+
+def shards(files, options: Options, lines_per_shard: int) -> list[TalksShard]:
+    """A shard per file.  Each file is parsed once here for its talk ids (each worker parses its own
+    file again): a talk id of two files must become two documents, and a worker sees one file."""
+    seen: dict[str, int] = {}
+    out = []
+    for index, path in enumerate(files):
+        talks = [talk for talk, _ in parse(read_text(path), path)]
+        out.append(TalksShard(str(path), index, tuple(sorted((t, seen[t]) for t in set(talks) if t in seen))))
+        for talk in talks:
+            seen[talk] = seen.get(talk, 0) + 1
+    return out
+
+
 def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
     counts = Counts()
     docs = parse(read_text(shard.path), shard.path, counts)
     counts.stats["files"] += 1
     counts.stats["documents"] += len(docs)
     tables = []
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = dict(getattr(shard, "earlier", ()))
     for talk, segments in docs:
         seen[talk] = seen.get(talk, 0) + 1
         if seen[talk] > 1:

@@ -50,6 +50,22 @@ def test_a_repeated_ted_talk_id_becomes_unique_and_is_counted(tmp_path):
     ]
 
 
+def test_a_talk_id_of_two_files_becomes_two_documents(tmp_path):
+    """The first file's last talk and the second file's first share an id: adjacent rows, which
+    would otherwise read as one document."""
+    first = TED.replace('<doc docid="talk-b"><talkid>535</talkid>', '<doc docid="talk-b"><talkid>536</talkid>')
+    first = first.replace('<doc docid="talk-c"><talkid>535</talkid>', '<doc docid="talk-c"><talkid>700</talkid>')
+    second = first.replace("<talkid>536</talkid>", "<talkid>537</talkid>").replace(
+        "<talkid>535</talkid>", "<talkid>700</talkid>", 1
+    )
+    (tmp_path / "a.xml").write_text(first, encoding="utf-8")
+    (tmp_path / "b.xml").write_text(second, encoding="utf-8")
+    table, report = ingest_table("ted_xml", [tmp_path / "a.xml", tmp_path / "b.xml"], "en", "ted")
+    assert _docs(table) == ["535", "536", "700", "700~2", "537", "700~3"]
+    assert report["ids_made_unique"] == 2
+    assert report["documents"] == 6
+
+
 def test_files_of_one_stem_in_different_folders_keep_their_documents_apart(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
