@@ -314,6 +314,18 @@ def audit_line(tmp_path, *datasets) -> str:
     return error_line(*call("pipeline", ["audit", "-q", *datasets, "--out", tmp_path / "audit"]))
 
 
+def test_an_export_over_a_dataset_of_another_kind_is_refused_before_reading(dataset, tmp_path):
+    """The kind is checked when the output is declared: the damaged input is never read, so the
+    refusal is about the output (at commit it would be the input's error, after the work)."""
+    (dataset / "part-00001.parquet").unlink()
+    target = tmp_path / "segments.parquet"
+    assert call("pipeline", ingest_argv(tmp_path / "src0.txt", target))[0] == 0
+    before = snapshot(tmp_path)
+    line = error_line(*call("pipeline", ["export", "-q", dataset, "--format", "tsv", "--out", target]))
+    assert f"{target}: holds an output of another kind (segments, not export-tsv): not replaced" in line
+    assert snapshot(tmp_path) == before
+
+
 def test_a_dataset_read_whole_passes_the_check(dataset, tmp_path):
     from pipeline.engine.dataset import checked_parts
 
@@ -325,6 +337,24 @@ def test_a_deleted_part_is_named(dataset, tmp_path):
     (dataset / "part-00001.parquet").unlink()
     line = audit_line(tmp_path, dataset)
     assert f"{dataset / 'part-00001.parquet'}: missing: the manifest (_punct.json) lists 3 parts" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "{dataset}", "--format", "tsv", "--out", "{out}"],
+        ["export", "{dataset}", "--format", "hf", "--out", "{out}"],
+        ["confusables", "--lang", "en", "--vocab", "{dataset}", "--out", "{out}.parquet"],
+        ["split", "{dataset}", "--out", "{out}", "--report", "{out}.json"],
+    ],
+    ids=["export-tsv", "export-hf", "confusables", "split"],
+)
+def test_every_reader_of_a_dataset_checks_its_parts(argv, dataset, tmp_path):
+    (dataset / "part-00001.parquet").unlink()
+    argv = [a.format(dataset=dataset, out=tmp_path / "out") for a in argv]
+    line = error_line(*call("pipeline", [argv[0], "-q", *argv[1:]]))
+    assert f"{dataset / 'part-00001.parquet'}: missing: the manifest (_punct.json) lists 3 parts" in line
+    assert not list(tmp_path.glob("out*"))
 
 
 def test_an_extra_part_is_named(dataset, tmp_path):

@@ -806,8 +806,8 @@ def align_datasets(
     and ``report``; the WER check covers the whole corpus and, failing, leaves no output.  Documents
     are paired by ``pair_by`` (and ``pairs_file``) before any shard is aligned, so a pairing
     problem fails at once (:mod:`pipeline.align.pairing`)."""
-    from pipeline.engine import reading, writing
-    from pipeline.engine.dataset import counts_of, finish, row_shards, run_step
+    from pipeline.engine import writing
+    from pipeline.engine.dataset import counts_of, finish, iter_batches, row_shards, run_step
     from pipeline.engine.executor import executor
     from pipeline.params import EngineParams
     from pipeline.schema import SCHEMA_NAME
@@ -829,7 +829,7 @@ def align_datasets(
         for result in results:
             merged.merge(result.payload)
         labels_before = dict.fromkeys(LABELS, 0)
-        for batch in reading.iter_batches(ref_path, columns=["labels"]):
+        for batch in iter_batches(ref_path, columns=["labels"]):
             for label, n in label_counts(batch).items():
                 labels_before[label] += n
         out_report = merged.finish(labels_before, max_wer, force, pairing)
@@ -841,10 +841,10 @@ def align_datasets(
 
 def _document_ids(path) -> list[str]:
     """A dataset's document ids in order of appearance (documents are contiguous), streamed."""
-    from pipeline.engine import reading
+    from pipeline.engine.dataset import iter_batches
 
     out: list[str] = []
-    for batch in reading.iter_batches(path, columns=["doc_id"]):
+    for batch in iter_batches(path, columns=["doc_id"]):
         values = batch.column(0).to_numpy(zero_copy_only=False)
         if not len(values):
             continue

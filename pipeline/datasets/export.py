@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import yaml
 
 from pipeline.engine import reading, writing
+from pipeline.engine.dataset import iter_batches
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import CASE_LABELS, LABELS, RENDERED_MARK
 from pipeline.schema import SEGMENT_SCHEMA
@@ -89,7 +90,7 @@ def _batches(inputs, split_name: str, unsplit: set):
     """(split, rows) per batch of the inputs; the sources with rows without a split go to ``unsplit``."""
     named: set[str] = set()
     for source in inputs:
-        for batch in reading.iter_batches(source):
+        for batch in iter_batches(source):
             table = reading.conform_segments(pa.Table.from_batches([batch]), source)
             if table["split"].null_count:
                 unsplit.add(str(source))
@@ -147,7 +148,7 @@ def export_datasets(
     empty: Counter = Counter()
     kept_examples: list[str] = []
     with writing.Outputs(inputs=inputs) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind=f"export-{fmt}")
         handles: dict[str, list] = {}
         hf_parts: dict[str, int] = {}
         if fmt == "hf":

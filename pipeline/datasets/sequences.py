@@ -544,11 +544,11 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     """``source`` (segments) -> ``out`` (sequences, a folder of parts), ``tokenizer_out`` and ``report``
     (the earlier stages' reports, the sequence counts, and the split distribution)."""
     from pipeline.audit.stats import AuditView, audit_dataset_views
+    from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
     from pipeline.engine import location, reading, writing
     from pipeline.engine.dataset import counts_of, finish, one_value, row_shards, run_step
     from pipeline.engine.executor import executor, record_timing
     from pipeline.params import EngineParams
-    from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
 
     engine = engine or EngineParams()
     earlier = list(earlier_reports)

@@ -92,6 +92,12 @@ def refuse_twice(paths) -> None:
 _WORDS_LEAF = "words.list.element"
 
 
+def iter_batches(path, columns: list[str] | None = None, batch_size: int = 65_536):
+    """Record batches of the dataset ``path``, streamed, its parts checked first (:func:`checked_parts`)."""
+    for file in checked_parts(path):
+        yield from reading.batches_of(reading.open_parquet(file), file, columns=columns, batch_size=batch_size)
+
+
 def checked_parts(path) -> list:
     """The part files of the dataset ``path``, checked against its manifest before a stage uses
     them, from the parts' footers only (no data read): the part list (a missing or an extra part),

@@ -354,9 +354,9 @@ def vocabulary_from_segments(source, min_count: int = 1) -> list[str]:
     least ``min_count`` times.  Memory: the vocabulary with its counts, never the corpus."""
     import pyarrow.compute as pc
 
-    from pipeline.engine import reading
+    from pipeline.engine.dataset import iter_batches
 
-    batches = [source] if isinstance(source, pa.Table) else reading.iter_batches(source, columns=["words"])
+    batches = [source] if isinstance(source, pa.Table) else iter_batches(source, columns=["words"])
     counts: Counter = Counter()
     for batch in batches:
         flat = pc.list_flatten(batch.column("words") if isinstance(batch, pa.RecordBatch) else batch["words"])

@@ -41,6 +41,7 @@ from pipeline import errors
 from pipeline.datasets.augment import augmented
 from pipeline.datasets.sequences import IGNORE, build_sequences
 from pipeline.engine import reading
+from pipeline.engine.dataset import checked_parts
 from pipeline.errors import ParamsError
 from pipeline.labels import CASE_LABELS, LABELS
 from pipeline.text.case import case_of
@@ -570,8 +571,8 @@ class TrainingData:
                 raise errors.InputError(f"{folder / 'tokenizer'}: no readable tokenizer ({exc})") from None
         segments = folder / "oversampled.parquet"
         return cls(
-            sequences=reading.parquet_files(folder / "sequences.parquet"),
-            segments=reading.parquet_files(segments) if segments.exists() else None,
+            sequences=checked_parts(folder / "sequences.parquet"),
+            segments=checked_parts(segments) if segments.exists() else None,
             tokenizer=tokenizer,
             options=options,
             confusables=confusables,

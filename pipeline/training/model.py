@@ -38,9 +38,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from pipeline.datasets.pretrained import pretrained_path, save_tokenizer
 from pipeline.errors import ParamsError
 from pipeline.labels import CASE_LABELS, LABELS
-from pipeline.datasets.pretrained import pretrained_path, save_tokenizer
 
 logger = logging.getLogger(__name__)
 
