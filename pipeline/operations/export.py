@@ -40,7 +40,7 @@ def export_entry(params_path, name: str, source, out, command: str | None = None
     card = dataset_card(params, name, command or f"python -m stages.export {name}")
     reports = {}
     with writing.Outputs(inputs=[source]) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="exports")
         for fmt in options.formats:
             reports[fmt] = export([source], fmt, folder / fmt, case_column=options.case_column, card=card)
         writing.write_manifest(folder, {"kind": "exports", "formats": list(options.formats)})

@@ -138,7 +138,7 @@ def export_model(model_dir, out, fmt: str = "onnx", int8: bool = False) -> dict:
         raise InputError(f"{model_dir / 'tokenizer'}: no tokenizer.json (a slow tokenizer cannot be exported)")
     mixed_case = meta.pop("mixed_case", {})
     with writing.Outputs(inputs=[model_dir]) as outputs:
-        folder = outputs.dataset(out)
+        folder = outputs.dataset(out, kind="punct-model/onnx")
         work = outputs.scratch(out)
         try:
             plain = (work if int8 else folder) / ONNX_FILE
