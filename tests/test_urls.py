@@ -117,13 +117,47 @@ def test_a_url_output_replaces_only_an_output_of_its_kind(tmp_path):
     with pytest.raises(errors.OutputError, match="did not write"), writing.Outputs() as outputs:
         outputs.dataset("objstore://b/notes")
     assert fs.cat_file("b/notes/readme.txt") == b"mine"
-    for run in range(2):  # the second run replaces the first's output
+    for run in range(2):  # the second run replaces the first's output (of two parts, then of one)
         with writing.Outputs() as outputs:
             folder = outputs.dataset("objstore://b/data")
-            writing.write_text_in_place(f"run {run}", location.join(folder, "part-00000.txt"))
+            for part in range(2 - run):
+                writing.write_text_in_place(f"run {run}", location.join(folder, f"part-0000{part}.txt"))
             writing.write_manifest(folder, {"kind": "test"})
     assert fs.cat_file("b/data/part-00000.txt") == b"run 1"
     assert sorted(p.rsplit("/", 1)[-1] for p in fs.find("b")) == ["_punct.json", "part-00000.txt", "readme.txt"]
+
+
+def _write_url_dataset(run: int) -> None:
+    with writing.Outputs() as outputs:
+        folder = outputs.dataset("objstore://b/data")
+        for part in range(2):
+            writing.write_text_in_place(f"run {run}", location.join(folder, f"part-0000{part}.txt"))
+        writing.write_manifest(folder, {"kind": "test", "run": run})
+
+
+def test_a_url_output_is_never_removed_before_its_replacement_is_there(tmp_path, monkeypatch):
+    """A run that fails while copying its files into place (the manifest copied, the first part
+    not) leaves the earlier version of every part: the earlier output is not removed first."""
+    register(str(tmp_path))
+    fs, _ = location.url_fs("objstore://b")
+    _write_url_dataset(0)
+    copied: list[str] = []
+    moving = type(fs).mv
+
+    def full_after_one(self, path1, path2, recursive=False, **kwargs):
+        if copied:
+            raise OSError(28, "No space left on device")
+        copied.append(path2)
+        moving(self, path1, path2, recursive=recursive)
+
+    monkeypatch.setattr(type(fs), "mv", full_after_one)
+    with pytest.raises(errors.OutputError, match="cannot put the output in place"):
+        _write_url_dataset(1)
+    assert copied == ["b/data/_punct.json"]
+    assert [fs.cat_file(f"b/data/part-0000{part}.txt") for part in range(2)] == [b"run 0", b"run 0"]
+    monkeypatch.undo()
+    _write_url_dataset(1)
+    assert [fs.cat_file(f"b/data/part-0000{part}.txt") for part in range(2)] == [b"run 1", b"run 1"]
 
 
 def test_a_failed_run_leaves_nothing_at_the_url(tmp_path):

@@ -11,8 +11,9 @@ under the caller's umask.  A lock beside the output refuses a second run writing
 the same time.  The promotion is driven by a journal written beside every output before the
 first rename: a failure rolls every output back, and a run killed during it is finished by the
 next run at any of its outputs; staging left by a killed run is removed by the next run.  Object
-stores rename by copying and have no locks, so on a URL the outputs are put in place file by file
-(a dataset's manifest first).
+stores rename by copying and have no locks, so on a URL the outputs are copied into place file by
+file over their earlier versions (a dataset's manifest first), and the earlier files the new
+output lacks are removed last.
 """
 
 from __future__ import annotations
@@ -623,21 +624,28 @@ def _remove_url(url: str) -> None:
 
 
 def _put_url_in_place(staging: str, final: str, dataset: bool) -> None:
-    """A staged output moved to its URL: the earlier output removed, then the files moved, a
-    dataset's manifest first, so a run killed in between leaves a folder the next run replaces."""
+    """A staged output moved to its URL, each file copied over its earlier version (an object store
+    has no rename), a dataset's manifest first, then the earlier output's files that the new one
+    does not have removed: the earlier output is never removed before the new one is in place, and
+    a reader that comes in between finds parts that disagree with the manifest and refuses them."""
     fs, source = url_fs(staging)
     _, target = url_fs(final)
     try:
-        if fs.exists(target):
-            fs.rm(target, recursive=True)
         if not dataset:
+            if fs.isdir(target):
+                fs.rm(target, recursive=True)
             fs.mv(source, target)
             return
         files = sorted(fs.find(source), key=lambda f: (not f.endswith("/" + MANIFEST), f))
+        earlier = set(fs.find(target)) if fs.exists(target) else set()
+        placed = set()
         for file in files:
             moved = target.rstrip("/") + file[len(source.rstrip("/")) :]
             fs.makedirs(moved.rpartition("/")[0], exist_ok=True)
             fs.mv(file, moved)
+            placed.add(moved)
+        for stale in sorted(earlier - placed):
+            fs.rm(stale)
         _remove_url(staging)
     except OSError as exc:
         raise OutputError(f"{final}: cannot put the output in place ({_os_reason(exc)})") from None
