@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.corpora import has_real_corpora
 from support.datasets import write_dataset
 
 from corpora import get_reader
@@ -117,7 +118,6 @@ def test_case_labels_give_back_every_word_as_written(shared, name):
     assert not missing, missing[:5]
 
 
-@pytest.mark.real_corpora  # more FLORES lines than the committed cut
 def test_caseless_scripts_are_all_O(shared):
     bangla = get_reader("news_json")(
         [shared / "bangla_news/articles_2025-12-29.json"],
@@ -130,7 +130,7 @@ def test_caseless_scripts_are_all_O(shared):
     ).table
     for table, script in ((bangla, "\u0980-\u09ff"), (hindi, "\u0900-\u097f")):
         words, case = flat(table, "words"), flat(table, "case")
-        assert len(words) > 10_000
+        assert len(words) > (10_000 if has_real_corpora() else 1_000)  # else the committed cuts
         has_case = [any(ch.lower() != ch.upper() for ch in w) for w in words]
         # a word without a cased letter is O; only words with one (a Latin name inside) may be else
         assert all(c == "O" for c, cased in zip(case, has_case) if not cased)

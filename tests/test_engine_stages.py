@@ -9,6 +9,7 @@ import shutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.corpora import FIXTURES, require_real
 from support.datasets import digests, write_dataset
 
 from pipeline.align.alignment import AlignmentError, align_datasets, align_tables
@@ -235,24 +236,34 @@ def read_segments_plain(path):
     )
 
 
-@pytest.mark.slow
-def test_split_oversample_same_on_every_sharding_and_engine(shared, tmp_path):
-    """The dataset stages over the Malay news: shards of 300 rows on each engine give the rows of one
-    shard of everything, and the same bytes on every engine."""
+@pytest.mark.parametrize(
+    "corpora",
+    [
+        pytest.param("fixtures", id="fixtures"),
+        pytest.param("real", id="real", marks=[pytest.mark.slow, pytest.mark.real_corpora]),
+    ],
+)
+def test_split_oversample_same_on_every_sharding_and_engine(corpora, tmp_path):
+    """The dataset stages over the Malay news (the committed cut in every clone, the whole crawl
+    too where it is present): shards of a few hundred rows on each engine give the rows of one shard of
+    everything, and the same bytes on every engine."""
     from corpora import get_reader
 
+    root = FIXTURES if corpora == "fixtures" else require_real()
     news = get_reader("news_json")(
-        sorted((shared / "malay_news").glob("*.json")),
+        sorted((root / "malay_news").glob("*.json")),
         lang="ms",
         corpus="malay",
         sources="lexicons/ms/news_sources.tsv",
         spoken=True,
     ).table
     write_dataset(news, tmp_path / "news.parquet", parts=3)
+    shard_rows = 300 if corpora == "real" else 100
+    assert len(row_shards([tmp_path / "news.parquet"], shard_rows)) > 3
     split = SplitParams(ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=3, min_sentences=2)
     oversample = OversampleParams.model_validate({"question_share": 0.01, "augment": {"kind": "alam", "copies": 2}})
     runs = {"whole": EngineParams(workers=1, shard_rows=10**9)}
-    runs.update({name: EngineParams(engine=e, workers=w, shard_rows=300) for name, e, w in ENGINES})
+    runs.update({name: EngineParams(engine=e, workers=w, shard_rows=shard_rows) for name, e, w in ENGINES})
     reports = {}
     for name, engine in runs.items():
         out = tmp_path / name
