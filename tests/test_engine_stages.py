@@ -20,6 +20,7 @@ from pipeline.engine.dataset import read_rows, row_shards
 from pipeline.engine.reading import read_segments
 from pipeline.engine.writing import write_parquet
 from pipeline.errors import InputError
+from pipeline.operations.audit import audit
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 from pipeline.schema import concat, segments_table, with_column
 
@@ -283,7 +284,15 @@ def test_split_oversample_same_on_every_sharding_and_engine(corpora, tmp_path):
             out / "over.json",
             engine=engine,
         )
+        audit(
+            [out / "split.parquet", out / "over.parquet"],
+            out / "audit",
+            engine,
+            names=["split", "over"],
+        )
         reports[name] = (split_report, over_report)
+    audits = {name: digests(tmp_path / name / "audit") for name in runs}
+    assert len(audits["whole"]) >= 5 and all(a == audits["whole"] for a in audits.values())
     for part in ("split.parquet", "over.parquet", "aug.parquet"):
         expected = read_segments(tmp_path / "whole" / part)
         for name in ("one", "two", "dask"):
