@@ -49,10 +49,10 @@ def finetune(shared: Path, steps: int, seed: int, tmp: Path):
     from transformers import AutoTokenizer
 
     from corpora import get_reader
+    from pipeline.datasets.pretrained import pretrained_path
     from pipeline.training.data import SequenceOptions, TrainingData, write_dataset
     from pipeline.training.loop import train
     from pipeline.training.model import build_model
-    from pipeline.datasets.pretrained import pretrained_path
 
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))
     params = {

@@ -189,9 +189,9 @@ def punctuate_rate(args, name) -> dict:
     """Words/s of ``predict_words`` on 20,000 words of text (MiniLM's tokenizer)."""
     from transformers import AutoTokenizer
 
+    from pipeline.datasets.pretrained import pretrained_path
     from pipeline.training.inference import predict_words
     from pipeline.training.model import build_model
-    from pipeline.datasets.pretrained import pretrained_path
 
     device = torch.device("cpu" if args.cpu else "cuda")
     tokenizer = AutoTokenizer.from_pretrained(pretrained_path("packaged:minilm"))

@@ -87,12 +87,12 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from corpora import get_reader
+    from pipeline.datasets.pretrained import pretrained_path
     from pipeline.schema import concat
     from pipeline.training.data import SequenceOptions, TrainingData, write_dataset
     from pipeline.training.inference import predict_words
     from pipeline.training.loop import device_of, evaluate, train
     from pipeline.training.model import build_model
-    from pipeline.datasets.pretrained import pretrained_path
 
     def read(name, split):
         table = get_reader("tsv")([shared / f"iwslt_en/{name}.tsv"], lang="en", corpus=name).table
