@@ -8,7 +8,7 @@ head decides by margins near zero, where any rounding flips labels, which says l
 model), or the whole model fine-tuned first with ``--train-steps N`` (on a shared two-core CPU that
 takes far longer than the measurement).  It is saved as a checkpoint and exported with
 ``export_model``.  The case head stays seeded (dev2012 has no case).  All three run
-through the same :class:`pipeline.punctuator.Punctuator` (same windows, batching and merging) on
+through the same :class:`pipeline.training.Punctuator` (same windows, batching and merging) on
 IWSLT test2011 (reference transcripts, 12.8 k words), so the ratios compare the runtimes alone.
 Start-up is the wall time of ``punctuate`` in a fresh process on a 25-word input, until it exits
 (its only output line is written at the end), and in-process ``Punctuator.load`` plus the first text.
@@ -183,7 +183,7 @@ def in_process_startup(folder: Path) -> float:
     code = f"""
 import time
 t = time.perf_counter()
-from pipeline.punctuator import Punctuator
+from pipeline.training.punctuator import Punctuator
 p = Punctuator.load({str(folder)!r})
 p.punctuate([{SENTENCE!r}])
 print(time.perf_counter() - t)
@@ -220,9 +220,9 @@ def main() -> None:
     import onnxruntime
     import torch
 
-    from pipeline.punctuator import Punctuator
     from pipeline.training.model import save_checkpoint
     from pipeline.training.onnx import export_graph, export_model, quantize_int8
+    from pipeline.training.punctuator import Punctuator
 
     options = {"window": args.window, "overlap": args.overlap}
     result: dict = {

@@ -1,9 +1,29 @@
 """punct-corpora: punctuation-restoration corpora from raw text to labelled, audited datasets and models.
 
-The library: pure functions and steps over Arrow tables (``engine`` touches files and owns
-parallelism), one function per command in ``operations``.  The command line is ``punct-corpora``
-(``pipeline.cli``); importing the package changes nothing in the process (the entry points set
-the environment they need: :func:`pipeline.entrypoint.prepare_process`).
+The library is layered; each part imports only its own package and the layers below it
+(``tests/test_layers.py`` checks every import, lazy ones included):
+
+1. ``errors`` (the error types a user sees), then ``labels`` (the label set), then ``schema``
+   (the columns of every dataset);
+2. ``engine``: files, URLs, shards, the executor that owns parallelism, the output transaction;
+3. ``text``: normalization, labelling, case, the languages and their spoken forms;
+4. ``ingest`` (a corpus's files through its reader), ``phonetics`` (g2p and confusables),
+   ``audit`` (statistics, reports, the HTML page);
+5. ``params``: the params file's schema, the one place defaults live;
+6. ``align`` (reference punctuation onto transcripts) and ``datasets`` (split, oversample,
+   augment, sequences, exports, pretrained tokenizers);
+7. ``training``: the model, the loop, metrics, inference, ONNX export and the ``Punctuator`` API;
+8. ``operations`` (one function per command, called by the CLI and the DVC stages alike) and
+   ``entrypoint`` (one error line and exit status per failure);
+9. ``cli``: the ``punct-corpora`` command line, which only parses and forwards.
+
+Importing the package changes nothing in the process (the entry points set the environment they
+need: :func:`pipeline.entrypoint.prepare_process`).
 """
 
-__version__ = "0.5.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("punct-corpora")
+except PackageNotFoundError:  # a checkout run without installing it
+    __version__ = "0+unknown"

@@ -11,7 +11,7 @@ import pytest
 from support.training import TINY_CONFIG
 
 from pipeline import cli
-from pipeline.punctuator import Punctuator
+from pipeline.training.punctuator import Punctuator
 
 HEADS = ("linear", "bilstm_crf", "layer_attention")
 

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import CASE_LABELS, LABELS
-from pipeline.punctuator import Punctuator, WordPieces, viterbi
+from pipeline.training.punctuator import Punctuator, WordPieces, viterbi
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ def punctuate(
     import time
 
     from pipeline.engine import reading
-    from pipeline.punctuator import Punctuator
+    from pipeline.training.punctuator import Punctuator
 
     # an exported folder runs through onnxruntime: nothing here may import torch or transformers
     punctuator = Punctuator.load(

@@ -1,12 +1,22 @@
 """Training and inference: the train params (``config``), the streamed data path (``data``), the
-model and its heads (``model``), the Accelerate loop and evaluation (``loop``), metrics (``metrics``) and
-inference on words and text (``inference``).  Importing this package imports no torch.
+model and its heads (``model``), the Accelerate loop and evaluation (``loop``), metrics
+(``metrics``), inference on words and text (``inference``), ONNX export (``onnx``) and the
+``Punctuator`` API for applications (``punctuator``: a trained or an exported model, lists of
+texts or a stream).  Importing this package imports no torch; ``Punctuator`` on an exported model
+never does.
 """
 
 from pipeline._lazy import lazy_exports
 
-__all__ = ["TrainParams", "build_model", "evaluate", "scores", "train"]
+__all__ = ["Punctuator", "TrainParams", "build_model", "evaluate", "scores", "train"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {"TrainParams": "config", "train": "loop", "evaluate": "loop", "build_model": "model", "scores": "metrics"},
+    {
+        "Punctuator": "punctuator",
+        "TrainParams": "config",
+        "train": "loop",
+        "evaluate": "loop",
+        "build_model": "model",
+        "scores": "metrics",
+    },
 )

@@ -49,6 +49,8 @@ MAX_TOKENS = 1 << 24
 
 
 class TrainParams(_Strict):
+    """What trains one model: its dataset, the model and its heads, the optimizer and the schedule."""
+
     dataset: str | None = Field(
         None,
         description="dataset name (data/datasets/<dataset>; its datasets.<dataset>.sequences give max_len etc.)",

@@ -1,5 +1,5 @@
 """Inference with a trained model in memory: one punctuation label (and case label) per word for text
-of any length (the windows, batching and merging of :mod:`pipeline.punctuator`), and words cased
+of any length (the windows, batching and merging of :mod:`pipeline.training.punctuator`), and words cased
 back from their labels.  Importing this module imports no torch."""
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ def predict_words(
     batch_tokens: int | None = None,
 ) -> tuple[list[str], list[str] | None]:
     """One punctuation label per word (and one case label, with a case head) for any length, by a
-    :class:`pipeline.punctuator.Punctuator` over the model in memory: overlapping windows of at most
+    :class:`pipeline.training.Punctuator` over the model in memory: overlapping windows of at most
     ``window`` words and ``max_len`` tokens, batched ``batch_size`` windows (and ``batch_tokens``
     padded tokens) at a time; a word seen by two windows takes their probabilities averaged, weighted
     by its distance from each window's cut edges."""
     from pipeline.labels import CASE_LABELS
-    from pipeline.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
+    from pipeline.training.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
 
     meta = {
         "labels": list(LABELS),

@@ -6,7 +6,7 @@ with one, its case head: inputs ``input_ids`` and ``attention_mask``, outputs ``
 config, read by ``tokenizers`` alone), ``punctuation.json`` (the checkpoint's labels, head, params
 and sequence options, plus an ``onnx`` entry; a CRF head's scores under ``crf``, decoded in numpy),
 ``mixed_case.json`` and the manifest that lets a later export replace the folder.
-:class:`pipeline.punctuator.Punctuator` loads it without torch or transformers.
+:class:`pipeline.training.Punctuator` loads it without torch or transformers.
 
 With ``int8`` the graph's weights are int8 by ONNX Runtime's dynamic quantization (activations
 quantized per batch at run time).  Only the encoder's matrix products are quantized, weights per
@@ -125,8 +125,8 @@ def _quantize(quantize_dynamic, QuantType, source: Path, target: Path, settings:
 def export_model(model_dir, out, fmt: str = "onnx", int8: bool = False) -> dict:
     """Export the checkpoint folder ``model_dir`` to the folder ``out`` (see the module doc); the
     ``onnx`` entry written into its punctuation.json is returned."""
-    from pipeline.punctuator import META, ONNX_FILE, crf_arrays
     from pipeline.training.model import load_checkpoint
+    from pipeline.training.punctuator import META, ONNX_FILE, crf_arrays
 
     if fmt not in FORMATS:
         raise ParamsError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")

@@ -59,4 +59,6 @@ def g2p_module(lang: str) -> str:
 
 @functools.cache
 def get_g2p(lang: str) -> G2p:
+    """The grapheme-to-phoneme converter of ``lang`` (one per process), found through the language
+    registry; a language without one is a ParamsError naming those that have one."""
     return importlib.import_module(g2p_module(lang)).make(lang)
