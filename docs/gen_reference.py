@@ -1,8 +1,8 @@
 """Generate the reference pages from the code: ``docs/reference/params.md`` from the pydantic models
 of the params schema, ``docs/reference/cli.md`` from the argparse parsers of the command line and of
-the DVC stages.
+the DVC stages, ``docs/reference/library.md`` from the docstrings of ``pipeline/``'s packages.
 
-    python docs/gen_reference.py            # write both pages
+    python docs/gen_reference.py            # write the pages
     python docs/gen_reference.py --check    # exit 1 when a committed page differs from the code
     python docs/gen_reference.py --missing  # list params keys and options without a description
 
@@ -20,6 +20,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import sys
 import textwrap
 import types
@@ -398,11 +399,67 @@ def cli_page() -> tuple[str, list[str]]:
     return "".join(out).rstrip("\n") + "\n", missing
 
 
+# ------------------------------------------------------------------------------------ library
+
+
+def _doc_markdown(doc: str) -> str:
+    """A module docstring as Markdown: paragraphs and numbered or bulleted items kept, Sphinx roles
+    (``:func:`x```) and reStructuredText literals as code."""
+    doc = re.sub(r":(?:func|class|mod|meth|data|attr):`([^`]+)`", r"``\1``", doc)
+    blocks = []
+    for block in doc.split("\n\n"):
+        lines = block.split("\n")
+        if lines[0].startswith(">>>"):  # an example session
+            blocks.append("```python\n" + block + "\n```")
+            continue
+        if any(re.search(r"\S {3,}\S", line) for line in lines):  # columns aligned by hand
+            blocks.append("```text\n" + block.replace("``", "") + "\n```")
+            continue
+        items = re.split(r"\n(?=(?:\d+\.|[-*]) )", block)
+        blocks.append("\n".join(_markdown(item) for item in items))
+    return "\n\n".join(blocks)
+
+
+def library_page() -> tuple[str, list[str]]:
+    import pipeline
+
+    missing: list[str] = []
+    out = [
+        HEADER,
+        "# The library\n\n",
+        "What `pipeline/` holds, package by package, from their docstrings.\n\n",
+        "## Layers\n\n",
+        _doc_markdown("\n\n".join(inspect.getdoc(pipeline).split("\n\n")[1:])) + "\n\n",
+    ]
+    for path in sorted((ROOT / "pipeline").iterdir()):
+        name = path.stem if path.suffix == ".py" else path.name
+        if name.startswith("_") or not (path.suffix == ".py" or (path / "__init__.py").exists()):
+            continue
+        module = importlib.import_module(f"pipeline.{name}")
+        doc = inspect.getdoc(module)
+        if not doc:
+            missing.append(f"pipeline.{name} (no docstring)")
+            continue
+        out.append(f"## `pipeline.{name}`\n\n{_doc_markdown(doc)}\n\n")
+        public = getattr(module, "__all__", None)
+        if path.is_dir() and public:
+            rows = []
+            for attr in public:
+                obj = getattr(module, attr)
+                own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+                first = _first_paragraph(inspect.cleandoc(own) if own else "")
+                if not first:
+                    missing.append(f"pipeline.{name}.{attr} (no docstring)")
+                rows.append(f"| `{attr}` | {_doc_markdown(first).replace('|', '&#124;')} |")
+            out.append("| name | what it is |\n| --- | --- |\n" + "\n".join(rows) + "\n\n")
+    return "".join(out).rstrip("\n") + "\n", missing
+
+
 # ------------------------------------------------------------------------------------ main
 
 
 def pages() -> dict[Path, tuple[str, list[str]]]:
-    return {OUT / "params.md": params_page(), OUT / "cli.md": cli_page()}
+    return {OUT / "params.md": params_page(), OUT / "cli.md": cli_page(), OUT / "library.md": library_page()}
 
 
 def main(argv=None) -> int:
