@@ -98,6 +98,11 @@ class CorpusBase(Section):
         False, "written numbers, money, dates... replaced by their spoken form (reference text like ASR output)"
     )
     user_dict: str | None = _field(None, "a jieba user dictionary (Mandarin): a param and a dependency of the stage")
+    label_set: str = _field(
+        "papers",
+        "the labels marks map to: a built-in set (papers, extended, extended_danda) or a label-set table's path "
+        "(a dependency of the stage); recorded in the dataset",
+    )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
 
     def options(self) -> dict:
@@ -546,7 +551,24 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
                 get_language(entry.lang)
             except UnknownLanguageError as exc:
                 raise ParamsError(f"{where}: {section}.{name}.lang: {exc}") from None
+            if section == "corpora":
+                _check_label_set(entry, f"{where}: corpora.{name}.")
     return params
+
+
+def _check_label_set(entry, where: str) -> None:
+    """The entry's label set exists, is well formed (a bad table: its file and line) and labels every
+    mark of the language's mark table."""
+    from pipeline.labels import LabelSetError, label_set
+    from pipeline.text.languages import get_language
+
+    try:
+        label_set(entry.label_set)
+    except LabelSetError:
+        raise
+    except ParamsError as exc:
+        raise ParamsError(f"{where}{exc}") from None
+    get_language(entry.lang, entry.user_dict, entry.label_set)
 
 
 def _check_references(params: Params, where: str) -> None:
