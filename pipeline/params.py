@@ -22,7 +22,7 @@ import typing
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from pipeline.errors import ParamsError
 
@@ -104,6 +104,20 @@ class CorpusBase(Section):
         "(a dependency of the stage); recorded in the dataset",
     )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
+
+    @field_validator("label_set")
+    @classmethod
+    def _known_label_set(cls, value: str) -> str:
+        """A built-in set or a readable table (a malformed one: its own error, naming file and line)."""
+        from pipeline.labels import LabelSetError, label_set
+
+        try:
+            label_set(value)
+        except LabelSetError:
+            raise
+        except ParamsError as exc:
+            raise ValueError(str(exc).removeprefix("label_set: ")) from None
+        return value
 
     def options(self) -> dict:
         base = set(CorpusBase.model_fields)
@@ -551,24 +565,9 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
                 get_language(entry.lang)
             except UnknownLanguageError as exc:
                 raise ParamsError(f"{where}: {section}.{name}.lang: {exc}") from None
-            if section == "corpora":
-                _check_label_set(entry, f"{where}: corpora.{name}.")
+            if section == "corpora":  # the label set labels every mark of the language's table
+                get_language(entry.lang, entry.user_dict, entry.label_set)
     return params
-
-
-def _check_label_set(entry, where: str) -> None:
-    """The entry's label set exists, is well formed (a bad table: its file and line) and labels every
-    mark of the language's mark table."""
-    from pipeline.labels import LabelSetError, label_set
-    from pipeline.text.languages import get_language
-
-    try:
-        label_set(entry.label_set)
-    except LabelSetError:
-        raise
-    except ParamsError as exc:
-        raise ParamsError(f"{where}{exc}") from None
-    get_language(entry.lang, entry.user_dict, entry.label_set)
 
 
 def _check_references(params: Params, where: str) -> None:

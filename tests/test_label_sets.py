@@ -355,3 +355,30 @@ def test_params_key_and_dvc_dependency(tmp_path):
     path.write_text(json.dumps({"corpora": entries}), encoding="utf-8")
     with pytest.raises(InputError, match=r"punctuation.tsv:\d+: mark ',' is a COMMA, a label the label set .* lacks"):
         P.load(path)
+
+
+def test_alignment_transfers_the_reference_set(ingested, tmp_path):
+    """The reference's labels (extended) go onto the hypothesis's words, whatever the hypothesis's set."""
+    from pipeline.align.alignment import align_datasets
+
+    ref, hyp = ingested / "extended" / "ted", ingested / "papers" / "ted"
+    report = align_datasets(ref, hyp, tmp_path / "aligned", tmp_path / "aligned.json", lang="en")
+    assert dataset_labels(tmp_path / "aligned").same_labels(label_set("extended"))
+    assert pq.read_table(tmp_path / "aligned")["labels"].equals(pq.read_table(ref)["labels"])
+    assert list(report["labels_after"]) == list(label_set("extended").labels)
+    assert report["labels_after"] == report["labels_before"]
+
+
+def test_audit_counts_the_set_and_the_four_classes(ingested, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "audit", str(ingested / "extended" / "hi"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (summary,) = json.loads((tmp_path / "audit.json").read_text()).values()
+    assert list(summary["labels"]) == list(label_set("extended").labels) and summary["label_set"] == "extended"
+    papers = _counts(ingested / "papers" / "hi")
+    assert summary["merged_labels"] == {label: papers.get(label, 0) for label in LABELS}
+    assert "EXCLAMATION" in (tmp_path / "label_shares.csv").read_text()
+    assert f"| {summary['merged_labels']['PERIOD']} (" in (tmp_path / "table1.md").read_text()
