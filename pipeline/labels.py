@@ -66,8 +66,9 @@ class LabelSet:
         except KeyError:
             raise ValueError(f"unknown label {label!r} (expected one of {', '.join(self.labels)})") from None
 
-    @property
+    @functools.cached_property
     def is_papers(self) -> bool:
+        """The papers' labels, merges and marks (whatever the set is named): datasets record no set then."""
         return self.same_labels(PAPERS)
 
     @functools.cached_property
