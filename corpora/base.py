@@ -70,7 +70,10 @@ def lines_table(
         columns = tuple(_keep_rows(column, keep) for column in columns)
         doc_names, seg = [name for name, k in zip(doc_names, keep) if k], seg[keep]
     words, labels, case, surface = columns
-    return segments_table(corpus, lang, doc_names, seg, words, labels, case=case, surface=surface)
+    vocabulary = labelled.label_set.labels
+    return segments_table(
+        corpus, lang, doc_names, seg, words, labels, case=case, surface=surface, vocabulary=vocabulary
+    )
 
 
 def _keep_rows(column: pa.ListArray, keep: np.ndarray) -> pa.ListArray:

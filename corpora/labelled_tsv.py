@@ -22,7 +22,7 @@ from pipeline.engine.reading import read_text
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
+from pipeline.labels import PAPERS, LabelSet
 from pipeline.schema import segments_table
 from pipeline.text.labelling import case_labels
 from pipeline.text.normalize import replace_controls
@@ -34,8 +34,8 @@ class Options(ReaderOptions):
     pass
 
 
-def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
-    """Segments of words and labels from the text of one TSV file."""
+def parse(text: str, path, label_set: LabelSet = PAPERS) -> tuple[list[list[str]], list[list[str]], Counter]:
+    """Segments of words and labels (of ``label_set``) from the text of one TSV file."""
     segments_words: list[list[str]] = []
     segments_labels: list[list[str]] = []
     words: list[str] = []
@@ -56,12 +56,15 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
         if not tab:
             raise InputError(f"{path}:{lineno}: no tab between word and label in {line[:60]!r}")
         label = label.strip()
-        label_id = LABEL_TO_ID.get(label)
+        label_id = label_set.to_id.get(label)
         if label_id is None:
-            raise InputError(f"{path}:{lineno}: unknown label {label[:30]!r} (expected O, COMMA, PERIOD or QUESTION)")
+            raise InputError(
+                f"{path}:{lineno}: unknown label {label[:30]!r} (expected one of {', '.join(label_set.labels)}: "
+                f"label set {label_set.name})"
+            )
         words.append(word)
         labels.append(label)
-        if label_id in SENTENCE_END_IDS:
+        if label_id in label_set.sentence_end_ids:
             segments_words.append(words)
             segments_labels.append(labels)
             words, labels = [], []
@@ -74,12 +77,14 @@ def parse(text: str, path) -> tuple[list[list[str]], list[list[str]], Counter]:
 
 def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
     counts = Counts()
-    seg_words, seg_labels, parsed = parse(read_text(shard.path), shard.path)
+    seg_words, seg_labels, parsed = parse(read_text(shard.path), shard.path, language.labels)
     counts.stats.update(parsed)
     counts.stats["files"] += 1
     if not seg_words:
         counts.stats["empty_files"] += 1
-        return StepResult(segments_table(corpus, language.code, [], [], [], []), counts)
+        return StepResult(
+            segments_table(corpus, language.code, [], [], [], [], vocabulary=language.labels.labels), counts
+        )
     # control characters become spaces first (counted), so a word they split is joined and counted too
     flat = replace_controls(pa.array([w for seg in seg_words for w in seg], pa.string()), counts.stats).to_pylist()
     counts.stats["words_with_spaces_joined"] += sum(1 for w in flat if len(w.split()) > 1)
@@ -98,6 +103,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         pa.ListArray.from_arrays(offsets, pa.array([l for seg in seg_labels for l in seg], pa.string())),
         case=pa.ListArray.from_arrays(offsets, case),
         surface=pa.ListArray.from_arrays(offsets, surface),
+        vocabulary=language.labels.labels,
     )
     return StepResult(table, counts)
 

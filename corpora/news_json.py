@@ -27,7 +27,6 @@ from pipeline.engine.reading import read_text
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.labels import LABEL_TO_ID, SENTENCE_END_IDS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines
 from pipeline.text.lexicon import LEXICON_DIR, read_tsv_rows
@@ -174,6 +173,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
                 continue
         labelled = label_lines(lines, language)
         counts.dropped.update(labelled.dropped)
+        to_id, ends = language.labels.to_id, language.labels.sentence_end_ids
         sentences, seen_sentences = [], set()
         for words, labels, case, surface in zip(
             labelled.words.to_pylist(),
@@ -183,7 +183,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         ):
             start = 0
             for i, label in enumerate(labels):
-                if LABEL_TO_ID[label] in SENTENCE_END_IDS or i == len(labels) - 1:
+                if to_id[label] in ends or i == len(labels) - 1:
                     key = (tuple(words[start : i + 1]), tuple(labels[start : i + 1]))
                     sentence = (*key, case[start : i + 1], surface[start : i + 1])
                     start = i + 1
@@ -216,6 +216,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         columns["labels"],
         case=columns["case"],
         surface=columns["surface"],
+        vocabulary=language.labels.labels,
     )
     return StepResult(table, counts)
 

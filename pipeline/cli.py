@@ -25,6 +25,7 @@ _FLAGS = {
     "glob": "--glob",
     "spoken": "--spoken",
     "user_dict": "--user-dict",
+    "label_set": "--label-set",
 }
 
 
@@ -343,6 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--spoken", action="store_true", default=None, help="replace written numbers by their spoken form"
     )
     ingest.add_argument("--user-dict", help="a jieba user dictionary (Mandarin)")
+    _option(
+        ingest,
+        "--label-set",
+        P.CorpusBase,
+        "label_set",
+        help="the labels marks map to: papers, extended, extended_danda, or a label-set table's path",
+    )
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
     _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")

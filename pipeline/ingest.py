@@ -31,10 +31,12 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import errors
 from pipeline.engine import location, reading, writing
-from pipeline.engine.dataset import counts_of, finish, run_step
+from pipeline.engine.dataset import counts_of, finish, manifest_entry, run_step
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError
+from pipeline.labels import DEFAULT_LABEL_SET, is_built_in, label_set_file
+from pipeline.labels import label_set as get_label_set
 from pipeline.schema import SCHEMA_NAME, concat
 
 log = logging.getLogger(__name__)
@@ -117,16 +119,18 @@ class IngestStep:
         spoken: bool = False,
         user_dict: str | None = None,
         suffixes: dict[str, str] | None = None,
+        label_set: str = DEFAULT_LABEL_SET,
     ):
         self.reader, self.lang, self.corpus, self.options, self.spoken = reader, lang, corpus, options, spoken
         self.user_dict = user_dict
         self.suffixes = suffixes or {}
+        self.label_set = label_set
 
     def __call__(self, shard) -> StepResult:
         from pipeline.text.languages import get_language
 
         module = reader_module(self.reader)
-        language = get_language(self.lang, self.user_dict)
+        language = get_language(self.lang, self.user_dict, self.label_set)
         try:
             result = module.read(shard, language, self.corpus, self.options)
         except RecursionError:  # nested JSON (or markup) deeper than a parser's recursion
@@ -139,7 +143,7 @@ class IngestStep:
             from pipeline.text.spoken import speak_table
             from pipeline.text.verbalize import get_verbalizer
 
-            result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang))
+            result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang), language.labels)
             result.counts.stats.update(spoken_counts)
         table = result.table
         result.counts.stats["segments"] += table.num_rows
@@ -156,12 +160,20 @@ def validate_options(reader: str, options: dict | None):
 
 
 def plan(
-    reader: str, inputs, lang: str, options, lines_per_shard: int, glob: str = "*", user_dict: str | None = None
+    reader: str,
+    inputs,
+    lang: str,
+    options,
+    lines_per_shard: int,
+    glob: str = "*",
+    user_dict: str | None = None,
+    label_set: str = DEFAULT_LABEL_SET,
 ) -> tuple[list, list[Path], Counts]:
     """The shards of an ingest, the input files, and the counts of directory entries not read."""
     from pipeline.text.languages import get_language
 
-    get_language(lang, user_dict)  # an unknown language (or an unreadable dictionary) fails here
+    # an unknown language (an unreadable dictionary, a bad label set) fails here
+    get_language(lang, user_dict, label_set)
     skipped: dict = {}
     files: list[Path] = []
     for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
@@ -202,17 +214,22 @@ def ingest(
     workers: int = 0,
     scheduler: str | None = None,
     lines_per_shard: int = 100_000,
+    label_set: str = DEFAULT_LABEL_SET,
 ) -> dict:
     """Read ``inputs`` with ``reader`` into the segment dataset ``out`` (a folder of parts) and its
-    counts into ``stats``; both appear together or not at all.  Returns the report."""
+    counts into ``stats``; both appear together or not at all; ``label_set``: the labels the marks
+    get (recorded in the manifest).  Returns the report."""
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
-    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files))
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set)
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     # the folders given too: an output inside one would be read by the next run
-    inputs_read = [*(p if location.is_url(p) else Path(p) for p in given), *files] + (
-        [Path(user_dict)] if user_dict else []
+    table_file = None if is_built_in(label_set) else label_set_file(label_set)
+    inputs_read = (
+        [*(p if location.is_url(p) else Path(p) for p in given), *files]
+        + ([Path(user_dict)] if user_dict else [])
+        + ([table_file] if table_file else [])
     )
     with writing.Outputs(inputs=inputs_read) as outputs:
         folder = outputs.dataset(out, kind="segments")
@@ -221,7 +238,7 @@ def ingest(
             log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
             results = run_step(runner, step, shards, folder, label=f"ingest {corpus}")
         counts.add(counts_of(results))
-        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(get_label_set(label_set)))
         report = report_of(reader, lang, corpus, counts)
         if report.get("ids_made_unique"):
             log.warning(
@@ -253,6 +270,7 @@ def ingest_corpus(entry, inputs, corpus: str, out, stats, engine) -> dict:
         workers=engine.workers,
         scheduler=engine.scheduler,
         lines_per_shard=engine.shard_lines,
+        label_set=entry.label_set,
     )
     dropped = sum(report["dropped"].values())
     where = f" (see {stats})" if stats else ""
@@ -277,12 +295,13 @@ def ingest_table(
     glob: str = "*",
     user_dict: str | None = None,
     lines_per_shard: int = 100_000,
+    label_set: str = DEFAULT_LABEL_SET,
 ) -> tuple[pa.Table, dict]:
     """The same ingest in memory: the segment table and the report (for small data and tests)."""
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
-    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files))
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set)
     tables = []
     for shard in shards:
         result = step(shard)

@@ -22,7 +22,7 @@ import typing
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from pipeline.errors import ParamsError
 
@@ -98,7 +98,26 @@ class CorpusBase(Section):
         False, "written numbers, money, dates... replaced by their spoken form (reference text like ASR output)"
     )
     user_dict: str | None = _field(None, "a jieba user dictionary (Mandarin): a param and a dependency of the stage")
+    label_set: str = _field(
+        "papers",
+        "the labels marks map to: a built-in set (papers, extended, extended_danda) or a label-set table's path "
+        "(a dependency of the stage); recorded in the dataset",
+    )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
+
+    @field_validator("label_set")
+    @classmethod
+    def _known_label_set(cls, value: str) -> str:
+        """A built-in set or a readable table (a malformed one: its own error, naming file and line)."""
+        from pipeline.labels import LabelSetError, label_set
+
+        try:
+            label_set(value)
+        except LabelSetError:
+            raise
+        except ParamsError as exc:
+            raise ValueError(str(exc).removeprefix("label_set: ")) from None
+        return value
 
     def options(self) -> dict:
         base = set(CorpusBase.model_fields)
@@ -546,6 +565,8 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
                 get_language(entry.lang)
             except UnknownLanguageError as exc:
                 raise ParamsError(f"{where}: {section}.{name}.lang: {exc}") from None
+            if section == "corpora":  # the label set labels every mark of the language's table
+                get_language(entry.lang, entry.user_dict, entry.label_set)
     return params
 
 

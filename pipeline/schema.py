@@ -8,7 +8,8 @@ lang     ISO 639-1 code of the language module that normalized the text
 doc_id   document the segment belongs to (a talk, an article, a file)
 seg_id   0-based position of the segment inside its document
 words    the words, normalized (lowercased where the language says so), in order
-labels   one label per word: the punctuation that follows it (O/COMMA/PERIOD/QUESTION)
+labels   one label per word: the punctuation that follows it, a label of the dataset's label set
+         (:mod:`pipeline.labels`; ``papers``: O/COMMA/PERIOD/QUESTION)
 case     one capitalization label per word (O/U/A/M, :mod:`pipeline.text.case`): with ``words``
          they give back the source's form of every word
 surface  per word, the exact source form where ``case`` is M (``iPhone``), null elsewhere
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import SchemaError
-from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.labels import CASE_LABELS, LABELS, PAPERS, LabelSet
 
 SCHEMA_NAME = "punct-segments/2"
 
@@ -77,8 +78,10 @@ def segments_table(
     split: Sequence[str | None] | pa.Array | None = None,
     case: Sequence[Sequence[str]] | pa.Array | None = None,
     surface: Sequence[Sequence[str | None]] | pa.Array | None = None,
+    vocabulary: Sequence[str] = LABELS,
 ) -> pa.Table:
-    """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null.
+    """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null;
+    ``vocabulary``: the labels of its label set.
 
     A list column of dictionary-encoded strings stays encoded (as it is written)."""
     n = len(doc_ids)
@@ -97,7 +100,7 @@ def segments_table(
     fields = [field.with_type(column.type) for field, column in zip(SEGMENT_SCHEMA, columns)]
     schema = pa.schema(fields, metadata=SEGMENT_SCHEMA.metadata)
     table = pa.Table.from_arrays(columns, schema=schema)
-    validate(table)
+    validate(table, vocabulary=vocabulary)
     return table
 
 
@@ -148,8 +151,9 @@ def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None
         raise SchemaError(f"{where}: unknown {what} {bad!r} (expected one of {', '.join(allowed)})")
 
 
-def validate(table: pa.Table, where: str = "segment table") -> None:
-    """Check the columns, one label, case and surface value per word, and the label vocabularies."""
+def validate(table: pa.Table, where: str = "segment table", vocabulary: Sequence[str] = LABELS) -> None:
+    """Check the columns, one label, case and surface value per word, and the label vocabularies
+    (``vocabulary``: the labels of the table's label set)."""
     missing = [f.name for f in SEGMENT_SCHEMA if f.name not in table.column_names]
     if missing:
         raise SchemaError(f"{where}: missing column(s) {', '.join(missing)}")
@@ -158,7 +162,7 @@ def validate(table: pa.Table, where: str = "segment table") -> None:
     lengths = pc.list_value_length(table.column("words"))
     for column in ("labels", "case", "surface"):
         _check_per_word(table, column, where, lengths)
-    _check_vocabulary(table, "labels", LABELS, where)
+    _check_vocabulary(table, "labels", list(vocabulary), where)
     _check_vocabulary(table, "case", CASE_LABELS, where)
 
 
@@ -256,3 +260,12 @@ def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.nd
         return indices, values
     lut = np.array([vocabulary.index(v) if v in vocabulary else -1 for v in values] + [-1], dtype=np.int64)
     return lut[indices], list(vocabulary)
+
+
+def papers_codes(column, label_set: LabelSet = PAPERS):
+    """The labels of a list column as ids of their papers class (-1: a label not of ``label_set``):
+    what stages that count marks or sentence ends (split, oversampling) read, whatever the set."""
+    codes, _ = flat_codes(column, label_set.labels)
+    if label_set.is_papers:
+        return codes
+    return np.where(codes >= 0, label_set.merge_ids[np.maximum(codes, 0)], -1)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from pipeline.labels import DEFAULT_LABEL_SET
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pipeline", "corpora", "stages")
 
@@ -101,6 +103,8 @@ def closure(*modules: str) -> tuple[str, ...]:
         todo += [m for m in _imports(name) if m not in seen and (name in chosen or m not in skip)]
         if name == "pipeline.text.lexicon":  # it finds its data through the lexicons package
             files.add("lexicons/__init__.py")
+        if name == "pipeline.labels":  # it reads the default label set's table when imported
+            files |= {"lexicons/__init__.py", f"lexicons/label_sets/{DEFAULT_LABEL_SET}.tsv"}
     return tuple(sorted({str(_module_file(m).relative_to(ROOT)) for m in seen} | files))
 
 
@@ -163,6 +167,14 @@ class Layout:
         return f"{self.data}/datasets/{name}/{part}"
 
 
+def _label_set_file(spec: str) -> str:
+    """The table of the label set ``spec``: a built-in's file, or the path given."""
+    from pipeline.labels import label_set_file
+
+    path = label_set_file(spec)
+    return str(path.relative_to(ROOT)) if path.is_absolute() and path.is_relative_to(ROOT) else str(path)
+
+
 def _lexicon_dirs(lang: str) -> list[str]:
     return ["lexicons/common", *([f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [])]
 
@@ -214,7 +226,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         modules = ["stages.ingest", readers()[entry.reader], *_language_modules(entry.lang)]
         if entry.spoken:
             modules += [*_grammar_modules(entry.lang), "pipeline.text.spoken"]
-        files = [entry.user_dict, entry.model_dump().get("sources")]
+        files = [entry.user_dict, entry.model_dump().get("sources"), _label_set_file(entry.label_set)]
         stage(
             f"ingest-{name}",
             command("stages.ingest", name, "--params", p, "--out", layout.segments(name))

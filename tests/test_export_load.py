@@ -196,8 +196,9 @@ def test_the_card_names_the_sources_and_params_of_a_dataset(root):
 def test_every_json_file_written_ends_with_a_newline(tmp_path):
     """The exports' manifests and a saved tokenizer (the tokenizers library writes tokenizer.json
     without a final newline) end with one, as every JSON file the pipeline writes."""
+    from pipeline.datasets import pretrained
     from pipeline.datasets.sequences import train_tokenizer
-    from pipeline.training import model, pretrained
+    from pipeline.training import model
 
     dataset, table = ingest(tmp_path)
     for fmt in ("hf", "nemo", "tsv"):

@@ -54,8 +54,8 @@ from rapidfuzz.distance import Levenshtein
 from pipeline.align.pairing import AlignmentError, Pairing, pair
 from pipeline.engine.executor import map_ordered
 from pipeline.errors import ParamsError
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABELS
-from pipeline.schema import CASE_VALUES, LABEL_VALUES, segments_table
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, PAPERS, LabelSet
+from pipeline.schema import CASE_VALUES, segments_table
 from pipeline.text.scripts import dominant_script
 from pipeline.text.verbalize import NUMERIC_PATTERN, label_positions
 
@@ -464,14 +464,17 @@ class _Document:
     surface: pa.Array | None = None  # exact form of each mixed-case word, else null (with_case)
 
 
-def _documents(table: pa.Table, with_case: bool = False) -> dict[str, _Document]:
-    """The table's documents (in first-seen order) as flat word sequences."""
+def _documents(table: pa.Table, with_case: bool = False, label_set: LabelSet | None = PAPERS) -> dict[str, _Document]:
+    """The table's documents (in first-seen order) as flat word sequences, their label codes in
+    ``label_set`` (None: not wanted, all 0: a hypothesis's labels are not read)."""
     if table.num_rows == 0:
         return {}
     words = pc.list_flatten(table["words"].combine_chunks())
-    codes = pc.index_in(pc.list_flatten(table["labels"].combine_chunks()), value_set=LABEL_VALUES).to_numpy(
-        zero_copy_only=False
-    )
+    if label_set is None:
+        codes = np.zeros(len(words), np.int8)
+    else:
+        flat_labels = pc.list_flatten(table["labels"].combine_chunks())
+        codes = pc.index_in(flat_labels, value_set=label_set.values).to_numpy(zero_copy_only=False)
     case = surface = None
     if with_case:
         case = pc.index_in(pc.list_flatten(table["case"].combine_chunks()), value_set=CASE_VALUES).to_numpy(
@@ -589,8 +592,8 @@ class AlignReport:
                 **{k: int(self.marks[k]) for k in ("reference", "transferred", "moved", "merged")},
                 "dropped": dropped,
             },
-            "labels_before": {k: int(labels_before.get(k, 0)) for k in LABELS},
-            "labels_after": {k: int(self.labels_after[k]) for k in LABELS},
+            "labels_before": {k: int(labels_before.get(k, 0)) for k in labels_before},
+            "labels_after": {k: int(self.labels_after[k]) for k in labels_before},
             "case": {
                 "labels_before": {k: int(self.case_before[k]) for k in CASE_LABELS},
                 **{k: int(self.case[k]) for k in ("reference", "transferred", "approximated", "onto_substituted")},
@@ -613,10 +616,12 @@ def align_part(
     verbalizer=None,
     corpus: str | None = None,
     workers: int = 1,
+    label_set: LabelSet = PAPERS,
 ) -> tuple[pa.Table, AlignReport]:
     """The hypothesis rows labelled from the reference by the document ``pairs`` (every hypothesis
-    document of ``hyp`` in a pair), and the part's report."""
-    ref_docs, hyp_docs = _documents(ref, with_case=True), _documents(hyp)
+    document of ``hyp`` in a pair), and the part's report; ``label_set``: the reference's labels,
+    which the output gets."""
+    ref_docs, hyp_docs = _documents(ref, with_case=True, label_set=label_set), _documents(hyp, label_set=None)
     report = AlignReport(policy)
     flat_hyp_labels = pc.list_flatten(hyp["labels"]) if hyp.num_rows else pa.array([], pa.string())
     report.ignored_hypothesis_labels = int(pc.sum(pc.not_equal(flat_hyp_labels, "O")).as_py() or 0)
@@ -660,7 +665,7 @@ def align_part(
     # the hypothesis's own words, segments and case, labels from the transfer
     words_column = hyp["words"].combine_chunks()
     offsets = pc.subtract(words_column.offsets, words_column.offsets[0]) if hyp.num_rows else pa.array([0], pa.int32())
-    labels_column = pa.ListArray.from_arrays(offsets, LABEL_VALUES.take(pa.array(hyp_codes)))
+    labels_column = pa.ListArray.from_arrays(offsets, label_set.values.take(pa.array(hyp_codes)))
     surface = pa.nulls(len(hyp_case), pa.string())
     if hyp_surface:
         rows = sorted(hyp_surface)
@@ -676,8 +681,9 @@ def align_part(
         labels_column,
         case=pa.ListArray.from_arrays(offsets, CASE_VALUES.take(pa.array(hyp_case))),
         surface=pa.ListArray.from_arrays(offsets, surface),
+        vocabulary=label_set.labels,
     )
-    report.labels_after.update(label_counts(out))
+    report.labels_after.update(label_counts(out, label_set))
     report.case_after.update(dict(zip(CASE_LABELS, np.bincount(hyp_case, minlength=len(CASE_LABELS)).tolist())))
     return out, report
 
@@ -699,6 +705,7 @@ def align_tables(
     pair_by: str = "id",
     workers: int = 1,
     pairs_file=None,
+    label_set: LabelSet = PAPERS,
 ) -> tuple[pa.Table, dict]:
     """Hypothesis segments labelled from the reference, and the alignment report (tables in memory).
 
@@ -707,12 +714,13 @@ def align_tables(
     ``pairs_file``), see :mod:`pipeline.align.pairing`; with ``force``, a hypothesis document
     left unpaired is left out of the output and reported.
     """
-    hyp_ids = list(_documents(hyp))
-    pairing = pair(list(_documents(ref)), hyp_ids, pair_by, pairs_file, force) if hyp_ids else Pairing([])
+    hyp_ids = list(_documents(hyp, label_set=None))
+    ref_ids = list(_documents(ref, label_set=label_set))
+    pairing = pair(ref_ids, hyp_ids, pair_by, pairs_file, force) if hyp_ids else Pairing([])
     if pairing.unpaired_hypothesis:
         hyp = hyp.filter(pc.is_in(hyp["doc_id"], value_set=pa.array([h for _, h in pairing.pairs], pa.string())))
-    out, report = align_part(ref, hyp, pairing.pairs, policy, verbalizer, corpus, workers)
-    return out, report.finish(label_counts(ref), max_wer, force, pairing)
+    out, report = align_part(ref, hyp, pairing.pairs, policy, verbalizer, corpus, workers, label_set)
+    return out, report.finish(label_counts(ref, label_set), max_wer, force, pairing)
 
 
 def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool) -> None:
@@ -725,11 +733,11 @@ def check_wer(wer: float, per_document: list[dict], max_wer: float, force: bool)
         )
 
 
-def label_counts(table: pa.Table | pa.RecordBatch) -> dict[str, int]:
-    """Words per label (every label present, 0 when absent)."""
+def label_counts(table: pa.Table | pa.RecordBatch, label_set: LabelSet = PAPERS) -> dict[str, int]:
+    """Words per label of ``label_set`` (every label present, 0 when absent)."""
     from pipeline.labels import count_labels
 
-    return count_labels(table["labels"]) if table.num_rows else dict.fromkeys(LABELS, 0)
+    return count_labels(table["labels"], label_set.labels) if table.num_rows else dict.fromkeys(label_set.labels, 0)
 
 
 # ---------------------------------------------------------------------------- datasets, sharded
@@ -739,8 +747,17 @@ class AlignStep:
     """A hypothesis shard -> its segments labelled from the reference documents they pair with;
     only those reference documents are read (a filtered scan), so memory is bounded by the shard."""
 
-    def __init__(self, ref_path: str, policy: str, lang: str | None, corpus: str, pairing: dict | None):
+    def __init__(
+        self,
+        ref_path: str,
+        policy: str,
+        lang: str | None,
+        corpus: str,
+        pairing: dict | None,
+        label_set: LabelSet = PAPERS,
+    ):
         self.ref_path, self.policy, self.lang, self.corpus = str(ref_path), policy, lang, corpus
+        self.label_set = label_set
         self.pairing = pairing  # hyp doc -> ref doc per shard index (documents not in it are left out); None: by id
 
     def __call__(self, shard):
@@ -755,7 +772,7 @@ class AlignStep:
             mapping = self.pairing.get(shard.index, {})
             if hyp.num_rows and len(mapping) < len(set(hyp["doc_id"].to_pylist())):  # unpaired, left out (--force)
                 hyp = hyp.filter(pc.is_in(hyp["doc_id"], value_set=pa.array(list(mapping), pa.string())))
-        hyp_ids = list(_documents(hyp))
+        hyp_ids = list(_documents(hyp, label_set=None))
         if self.pairing is None:
             mapping = {d: d for d in hyp_ids}
         wanted = sorted(set(mapping.values()))
@@ -769,7 +786,7 @@ class AlignStep:
             if found is not None and found.num_rows:
                 tables.append(conform_segments(found, file))
         ref = pa.concat_tables(tables) if tables else None
-        known = set(_documents(ref)) if ref is not None else set()
+        known = set(_documents(ref, label_set=self.label_set)) if ref is not None else set()
         missing = [d for d in hyp_ids if mapping.get(d) not in known]
         if missing:
             raise AlignmentError(
@@ -784,6 +801,7 @@ class AlignStep:
             self.policy,
             verbalizer_or_none(lang) if lang else None,
             self.corpus,
+            label_set=self.label_set,
         )
         return StepResult(out, payload=report)
 
@@ -807,12 +825,22 @@ def align_datasets(
     are paired by ``pair_by`` (and ``pairs_file``) before any shard is aligned, so a pairing
     problem fails at once (:mod:`pipeline.align.pairing`)."""
     from pipeline.engine import writing
-    from pipeline.engine.dataset import counts_of, finish, iter_batches, row_shards, run_step
+    from pipeline.engine.dataset import (
+        counts_of,
+        dataset_labels,
+        finish,
+        iter_batches,
+        manifest_entry,
+        row_shards,
+        run_step,
+    )
     from pipeline.engine.executor import executor
     from pipeline.params import EngineParams
     from pipeline.schema import SCHEMA_NAME
 
     engine = engine or EngineParams()
+    # the reference's labels go onto the hypothesis (whose own labels are dropped, whatever their set)
+    label_set = dataset_labels(ref_path)
     shards = row_shards(hyp_path, engine.shard_rows)
     ref_docs = _document_ids(ref_path)
     hyp_docs_by_shard = [_shard_document_ids(s) for s in shards]
@@ -824,17 +852,18 @@ def align_datasets(
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            results = run_step(runner, AlignStep(ref_path, policy, lang, corpus, mapping), shards, folder, "align")
+            step = AlignStep(ref_path, policy, lang, corpus, mapping, label_set)
+            results = run_step(runner, step, shards, folder, "align")
         merged = AlignReport(policy)
         for result in results:
             merged.merge(result.payload)
-        labels_before = dict.fromkeys(LABELS, 0)
+        labels_before = dict.fromkeys(label_set.labels, 0)
         for batch in iter_batches(ref_path, columns=["labels"]):
-            for label, n in label_counts(batch).items():
+            for label, n in label_counts(batch, label_set).items():
                 labels_before[label] += n
         out_report = merged.finish(labels_before, max_wer, force, pairing)
         counts_of(results)
-        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
         writing.write_json_in_place(out_report, report_path)
     return out_report
 

@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 from pipeline.audit.stats import NOTES
-from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.labels import CASE_LABELS
 
 
 def _paper_percent(count: int, total: int) -> str:
     """Alam 2020 Table 1 style: round to 2 decimals, trailing zeros dropped (6.3, 0.51, 85.5)."""
     return f"{round(100.0 * count / total, 2) if total else 0.0:g}%"
+
+
+def _papers(summary: dict, key: str = "labels") -> dict:
+    """A summary's label counts (``labels``) or shares (``label_shares``) in the papers' four classes:
+    merged where the dataset has another label set."""
+    return summary.get(f"merged_{key}", summary[key])
 
 
 def table1_markdown(result: dict) -> str:
@@ -18,7 +24,7 @@ def table1_markdown(result: dict) -> str:
     for name, summary in result.items():
         rows = [(name, summary)] + [(f"{name} / {s}", v) for s, v in summary.get("splits", {}).items()]
         for label, s in rows:
-            total, c = s["words"], s["labels"]
+            total, c = s["words"], _papers(s)
             cells = [f"{c[k]} ({_paper_percent(c[k], total)})" for k in ("PERIOD", "COMMA", "QUESTION", "O")]
             lines.append(f"| {label} | {total} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -114,13 +120,13 @@ def _svg_shares(name: str, summary: dict, axis_max: float, step: float) -> str:
     )
     bar = plot_w / len(MARKS)
     for i, label in enumerate(MARKS):
-        share = summary["label_shares"][label]
+        share = _papers(summary, "label_shares")[label]
         h = plot_h * share / axis_max
         x = _LEFT + i * bar + bar * 0.2
         centre = _LEFT + (i + 0.5) * bar
         parts.append(
             f'<rect x="{x:.1f}" y="{_TOP + plot_h - h:.1f}" width="{bar * 0.6:.1f}" height="{h:.1f}" '
-            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}% ({summary["labels"][label]} words)</title></rect>'
+            f'fill="{_COLORS[label]}"><title>{label}: {share:.2f}% ({_papers(summary)[label]} words)</title></rect>'
             f'<text class="value" x="{centre:.1f}" y="{_TOP + plot_h - h - 4:.1f}" font-size="11" '
             f'text-anchor="middle">{share:.2f}%</text>'
             f'<text class="tick x-tick" x="{centre:.1f}" y="{_TOP + plot_h + 15}" font-size="11" '
@@ -189,7 +195,7 @@ def dataset_warnings(summary: dict) -> list[str]:
 def _charts(name: str, summary: dict, histogram, axis: tuple[float, float]) -> str:
     if not summary.get("words"):
         return _empty("no words in this dataset")
-    if sum(summary["labels"][m] for m in MARKS) == 0:
+    if sum(_papers(summary)[m] for m in MARKS) == 0:
         shares = _empty("no punctuation labels in this dataset")
     else:
         shares = _svg_shares(name, summary, *axis)
@@ -213,7 +219,7 @@ def report_html(
     import html
 
     readers = readers or {}
-    top = max([s["label_shares"][m] for s in result.values() if "label_shares" in s for m in MARKS] + [0.0])
+    top = max([_papers(s, "label_shares")[m] for s in result.values() if "label_shares" in s for m in MARKS] + [0.0])
     axis = nice_axis(top)
     rows = []
     for name, s in result.items():
@@ -225,10 +231,10 @@ def report_html(
             s.get("documents", ""),
             s.get("segments", ""),
             s["words"],
-            s["labels"]["PERIOD"],
-            s["labels"]["COMMA"],
-            s["labels"]["QUESTION"],
-            s["labels"]["O"],
+            _papers(s)["PERIOD"],
+            _papers(s)["COMMA"],
+            _papers(s)["QUESTION"],
+            _papers(s)["O"],
             " / ".join(f"{s['case_shares'][c]:.1f}" for c in CASE_LABELS[1:]) if "case_shares" in s else "",
             f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}" if "sentence_length" in s else "",
             s.get("vocabulary", ""),
@@ -242,9 +248,10 @@ def report_html(
         charts = _charts(name, s, histograms.get(name), axis)
         extra = ""
         if "splits" in s:
+            labels = list(s["labels"])  # the dataset's label set
             split_rows = "".join(
                 f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
-                + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in LABELS)
+                + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in labels)
                 + "".join(f"<td>{v['case_shares'][c]:.2f}</td>" for c in CASE_LABELS[1:] if "case_shares" in v)
                 + f"<td>{v.get('oov_rate', '')}</td></tr>"
                 for k, v in s["splits"].items()
@@ -254,7 +261,7 @@ def report_html(
             )
             extra = (
                 '<div class="scroll"><table><tr><th>split</th><th>docs</th><th>words</th>'
-                + "".join(f"<th>{l} %</th>" for l in LABELS)
+                + "".join(f"<th>{l} %</th>" for l in labels)
                 + "".join(f"<th>case {c} %</th>" for c in CASE_LABELS[1:])
                 + f"<th>OOV %</th></tr>{split_rows}</table></div>"
                 + (f"<p>Leakage: {leakage}.</p>" if leakage else "")

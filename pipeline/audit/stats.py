@@ -3,8 +3,8 @@
 Definitions (also printed in the reports):
 
 * sentence length: the number of words in a run that ends with a PERIOD or QUESTION
-  label, counted inside one document (runs may span segments); words after a
-  document's last end mark form no sentence.  Mean, population standard deviation
+  label (in another label set: a label that merges to one), counted inside one document (runs
+  may span segments); words after a document's last end mark form no sentence.  Mean, population standard deviation
   (ddof=0) and percentiles (linear interpolation, as numpy's).
 * segment length: words per segment (a row of the table).
 * OOV rate (dev/test): the share of the split's word tokens absent from train's vocabulary.
@@ -14,6 +14,8 @@ Definitions (also printed in the reports):
   found in several splits.  A document is a (corpus, doc_id) pair: ``talks#1`` of two corpora
   are two documents.  Where documents leak, the first few are named per pair of splits.
 * case: words per capitalization label (O/U/A/M) and their shares.
+* labels: counted per label of the dataset's label set; outside ``papers`` also merged to the
+  papers' four classes (``merged_labels``, ``merged_label_shares``), to compare with them.
 
 Every number is exact and the same as over the whole table in memory: counts and sums add up
 over shards (a document lies in one shard, so its sentences do), lengths are kept as integer
@@ -33,10 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.engine import hashsets
-from pipeline.engine.dataset import read_rows, row_shards, value_changes
+from pipeline.engine.dataset import labels_of, read_rows, row_shards, value_changes
 from pipeline.engine.executor import Executor
-from pipeline.labels import CASE_LABELS, LABELS, SENTENCE_END_IDS
-from pipeline.schema import LABEL_VALUES, flat_codes, flat_dictionary
+from pipeline.labels import CASE_LABELS, PAPERS, PAPERS_CLASSES, LabelSet
+from pipeline.schema import flat_codes, flat_dictionary
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
@@ -57,22 +59,22 @@ NOTES = [
 ]
 
 
-def label_codes(labels: pa.Array) -> np.ndarray:
-    """Label strings -> int8 ids (order of :data:`LABELS`)."""
-    return pc.index_in(labels, value_set=LABEL_VALUES).to_numpy(zero_copy_only=False).astype(np.int8)
+def label_codes(labels: pa.Array, label_set: LabelSet = PAPERS) -> np.ndarray:
+    """Label strings -> int8 ids (order of the label set's labels)."""
+    return pc.index_in(labels, value_set=label_set.values).to_numpy(zero_copy_only=False).astype(np.int8)
 
 
-def sentence_lengths(table: pa.Table) -> np.ndarray:
+def sentence_lengths(table: pa.Table, label_set: LabelSet = PAPERS) -> np.ndarray:
     """Words per sentence (see module doc); rows must be in document order."""
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
     labels = table["labels"].combine_chunks()
-    codes = label_codes(pc.list_flatten(labels))
+    codes = label_codes(pc.list_flatten(labels), label_set)
     word_counts = pc.list_value_length(labels).to_numpy(zero_copy_only=False)
     new_doc = value_changes(table["doc_id"])
     row_start = np.r_[0, np.cumsum(word_counts)[:-1]]
     doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), word_counts)
-    ends = np.flatnonzero(np.isin(codes, list(SENTENCE_END_IDS)))
+    ends = np.flatnonzero(np.isin(codes, list(label_set.sentence_end_ids)))
     if not len(ends):
         return np.zeros(0, dtype=np.int64)
     prev_end = np.r_[-1, ends[:-1]]
@@ -93,8 +95,11 @@ class Tally:
     case: Counter = field(default_factory=Counter)
     sentences: Counter = field(default_factory=Counter)  # sentence length -> sentences
     segment_lengths: Counter = field(default_factory=Counter)
+    label_set: LabelSet = PAPERS
 
     def add(self, other: Tally) -> Tally:
+        if not other.label_set.is_papers:  # the tallies added are of one set (datasets do not mix them)
+            self.label_set = other.label_set
         self.words += other.words
         self.segments += other.segments
         for name in ("labels", "case", "sentences", "segment_lengths"):
@@ -117,15 +122,16 @@ def _value_counts(flat: pa.Array) -> Counter:
     )
 
 
-def tally(table: pa.Table, sentence_table: pa.Table | None = None) -> Tally:
+def tally(table: pa.Table, sentence_table: pa.Table | None = None, label_set: LabelSet = PAPERS) -> Tally:
     labels = pc.list_flatten(table["labels"].combine_chunks())
     return Tally(
         words=len(labels),
         segments=table.num_rows,
         labels=_value_counts(labels),
         case=_value_counts(pc.list_flatten(table["case"].combine_chunks())),
-        sentences=_histogram(sentence_lengths(table if sentence_table is None else sentence_table)),
+        sentences=_histogram(sentence_lengths(table if sentence_table is None else sentence_table, label_set)),
         segment_lengths=_histogram(pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)),
+        label_set=label_set,
     )
 
 
@@ -154,8 +160,15 @@ class AuditShard:
 
     COLUMNS = ["corpus", "lang", "doc_id", "words", "labels", "case", "split"]
 
-    def __init__(self, folder, views: list[list[str | None] | None] | None = None, derived: frozenset = frozenset()):
+    def __init__(
+        self,
+        folder,
+        views: list[list[str | None] | None] | None = None,
+        derived: frozenset = frozenset(),
+        label_set: LabelSet = PAPERS,
+    ):
         self.folder, self.views, self.derived = str(folder), views or [None], derived
+        self.label_set = label_set
 
     def __call__(self, shard) -> tuple[list[dict], int]:
         if isinstance(shard, TableShard):
@@ -173,7 +186,7 @@ class AuditShard:
             if not table.num_rows:
                 out.append({})
                 continue
-            codes = _Codes(view_table, table["corpus"]) if codes is None else codes.renamed(view_table)
+            codes = _Codes(view_table, table["corpus"], self.label_set) if codes is None else codes.renamed(view_table)
             out.append(_tallies(codes, v, None if v in self.derived else groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
@@ -206,11 +219,12 @@ class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    def __init__(self, table: pa.Table, corpus=None):
+    def __init__(self, table: pa.Table, corpus=None, label_set: LabelSet = PAPERS):
         """``corpus``: the rows' own corpora (``table``'s may be a view's names): with the doc id,
-        what identifies a document."""
+        what identifies a document; ``label_set``: the labels' set."""
+        self.label_set = label_set
         self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
-        self.labels, _ = flat_codes(table["labels"], LABELS)
+        self.labels, _ = flat_codes(table["labels"], label_set.labels)
         self.case, _ = flat_codes(table["case"], CASE_LABELS)
         self.new_doc = value_changes(table["doc_id"])
         self.doc_hashes = hashsets.string_hashes(document_keys(table, corpus))
@@ -241,7 +255,7 @@ class _Codes:
         self.tallied: dict[tuple, Tally] = {}
         self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)
-        self.label_counts = _per_combo(self.word_combo, self.labels, n, len(LABELS))
+        self.label_counts = _per_combo(self.word_combo, self.labels, n, len(self.label_set.labels))
         self.case_counts = _per_combo(self.word_combo, self.case, n, len(CASE_LABELS))
 
     def word_set(self, combo: int) -> tuple[np.ndarray, np.ndarray]:
@@ -261,10 +275,11 @@ class _Codes:
         return Tally(
             words=len(labels),
             segments=int(rows.sum()),
-            labels=_summed(self.label_counts, members, LABELS),
+            labels=_summed(self.label_counts, members, self.label_set.labels),
             case=_summed(self.case_counts, members, CASE_LABELS),
             sentences=_histogram(self._sentences(rows, labels, lengths)),
             segment_lengths=_histogram(lengths),
+            label_set=self.label_set,
         )
 
     def _sentences(self, rows, labels, lengths) -> np.ndarray:
@@ -276,7 +291,7 @@ class _Codes:
         new_doc = np.r_[True, doc[1:] != doc[:-1]]
         row_start = np.r_[0, np.cumsum(lengths)[:-1]]
         doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), lengths)
-        ends = np.flatnonzero(np.isin(labels, list(SENTENCE_END_IDS)))
+        ends = np.flatnonzero(np.isin(labels, list(self.label_set.sentence_end_ids)))
         if not len(ends):
             return np.zeros(0, np.int64)
         prev_end = np.r_[-1, ends[:-1]]
@@ -342,7 +357,7 @@ def _stats(histogram: Counter) -> dict:
 
 def _summary(t: Tally, documents: int, vocabulary: int | None, languages: list[str]) -> dict:
     n = t.words
-    labels = {label: int(t.labels.get(label, 0)) for label in LABELS}
+    labels = {label: int(t.labels.get(label, 0)) for label in t.label_set.labels}
     case = {label: int(t.case.get(label, 0)) for label in CASE_LABELS}
     summary = {
         "words": n,
@@ -355,6 +370,13 @@ def _summary(t: Tally, documents: int, vocabulary: int | None, languages: list[s
         "segment_length": _stats(t.segment_lengths),
         "documents": documents,
     }
+    if not t.label_set.is_papers:
+        merged = dict.fromkeys(PAPERS_CLASSES, 0)
+        for label, merge in zip(t.label_set.labels, t.label_set.merges):
+            merged[merge] += labels[label]
+        summary["label_set"] = t.label_set.name
+        summary["merged_labels"] = merged
+        summary["merged_label_shares"] = {label: round(100.0 * c / n, 4) if n else 0.0 for label, c in merged.items()}
     if vocabulary is not None:
         summary["vocabulary"] = vocabulary
     summary["languages"] = ",".join(languages)
@@ -390,14 +412,18 @@ def aggregate(
     names=None,
     drift_threshold: float = 1.0,
     expected_splits: tuple[str, ...] = (),
+    label_set: LabelSet = PAPERS,
 ) -> tuple[dict, dict[str, Counter]]:
     """``{dataset: summary}`` over ``shards`` (see the module doc), and each dataset's sentence-length
     histogram; hash groups go through ``folder``."""
-    (result,) = aggregate_views(runner, shards, folder, [AuditView(names, drift_threshold, expected_splits)])
+    view = AuditView(names, drift_threshold, expected_splits)
+    (result,) = aggregate_views(runner, shards, folder, [view], label_set)
     return result
 
 
-def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditView]) -> list[tuple[dict, dict]]:
+def aggregate_views(
+    runner: Executor, shards: list, folder, views: list[AuditView], label_set: LabelSet = PAPERS
+) -> list[tuple[dict, dict]]:
     """:func:`aggregate` for several views of the same shards, in one pass over them (one read,
     one set of codes and hashes per shard) and one hash reduce.
 
@@ -413,7 +439,8 @@ def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditVie
     )
     tallies: list[dict[tuple, Tally]] = [{} for _ in views]
     written = 0
-    for parts, n in runner.each(AuditShard(folder, [v.names for v in views], derived), shards, label="audit"):
+    step = AuditShard(folder, [v.names for v in views], derived, label_set)
+    for parts, n in runner.each(step, shards, label="audit"):
         written += n
         for view_tallies, part in zip(tallies, parts):
             for key, t in part.items():
@@ -576,7 +603,7 @@ def _split_audit(corpus, present, expected, pairs, tallies, overlaps, distinct, 
     has_train = bool(train_bits) and tallies[(corpus, "train", "*")].words > 0
     splits = {}
     for name in [*present, *[s for s in expected if s not in present]]:
-        t = tallies.get((corpus, name, "*"), Tally())
+        t = tallies.get((corpus, name, "*"), Tally(label_set=tallies[(corpus, "*", "*")].label_set))
         langs = sorted({l for s, l in pairs if s == name})
         summary = _summary(
             t,
@@ -606,7 +633,7 @@ def _split_audit(corpus, present, expected, pairs, tallies, overlaps, distinct, 
                 continue
             drift[name] = {
                 label: round(summary["label_shares"][label] - splits["train"]["label_shares"][label], 4)
-                for label in LABELS
+                for label in summary["label_shares"]
             }
             for label, diff in drift[name].items():
                 if abs(diff) > threshold:
@@ -651,15 +678,21 @@ def audit(
     drift_threshold: float = 1.0,
     expected_splits: tuple[str, ...] = (),
     with_histograms: bool = False,
+    label_set: LabelSet = PAPERS,
 ):
     """The audit of tables held in memory (the same aggregation as over shards); with the
-    sentence-length histograms if ``with_histograms``."""
+    sentence-length histograms if ``with_histograms``; ``label_set``: the tables' labels."""
     from pipeline.engine.executor import executor
 
     shards = [TableShard(t, i) for i, t in enumerate(tables) if t.num_rows]
     with tempfile.TemporaryDirectory(prefix="punct-audit-") as folder, executor("inline") as runner:
         result, histograms = aggregate(
-            runner, shards, folder, drift_threshold=drift_threshold, expected_splits=expected_splits
+            runner,
+            shards,
+            folder,
+            drift_threshold=drift_threshold,
+            expected_splits=expected_splits,
+            label_set=label_set,
         )
     if any(t.num_rows == 0 for t in tables):
         result["(empty)"] = empty_summary()
@@ -687,8 +720,10 @@ def audit_datasets(
 
 
 def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views: list[AuditView]) -> list:
-    """:func:`audit_datasets` for several views of the same datasets, in one pass over them."""
-    return aggregate_views(runner, row_shards(paths, shard_rows, runner), folder, views)
+    """:func:`audit_datasets` for several views of the same datasets (of one label set), in one pass
+    over them."""
+    shards = row_shards(paths, shard_rows, runner)
+    return aggregate_views(runner, shards, folder, views, labels_of(paths))
 
 
 def alignment_summary(report: dict) -> dict:

@@ -29,14 +29,14 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.errors import ParamsError
-from pipeline.labels import LABEL_TO_ID
+from pipeline.labels import LABEL_TO_ID, PAPERS, LabelSet
 
 UNK = "[UNK]"
 
 
-def _merge(a: str, b: str) -> str:
-    """The stronger of two labels (QUESTION > PERIOD > COMMA > O)."""
-    return a if LABEL_TO_ID[a] >= LABEL_TO_ID[b] else b
+def _merge(a: str, b: str, priority: Mapping[str, int] = LABEL_TO_ID) -> str:
+    """The stronger of two labels, by their ids in the label set (``papers``: QUESTION > PERIOD > COMMA > O)."""
+    return a if priority[a] >= priority[b] else b
 
 
 def alam(
@@ -90,8 +90,10 @@ def three_r(
     p_phoneme: float = 0.05,
     counts: Counter | None = None,
     with_source: bool = False,
+    priority: Mapping[str, int] = LABEL_TO_ID,
 ):
-    """Augmented (words, labels), plus the source position of each output word with ``with_source``."""
+    """Augmented (words, labels), plus the source position of each output word with ``with_source``;
+    ``priority``: the label set's ids (which of two marks a deletion keeps)."""
     out_w: list[str] = []
     out_l: list[str] = []
     source: list[int] = []
@@ -101,7 +103,7 @@ def three_r(
         if r < p_delete:
             # forward label rule (Table I): the deleted word's mark moves to the previous word
             if label != "O" and out_l:
-                out_l[-1] = _merge(out_l[-1], label)
+                out_l[-1] = _merge(out_l[-1], label, priority)
             if counts is not None:
                 counts["deleted"] += 1
             continue
@@ -136,6 +138,7 @@ def augmented(
     confusables,
     counts: Counter | None = None,
     indices=None,
+    label_set: LabelSet = PAPERS,
 ) -> pa.Table:
     """The segments with a fresh augmentation draw for this epoch (``params``: kind alam | 3r and its rates).
 
@@ -178,6 +181,7 @@ def augmented(
                 p_phoneme=params.get("p_phoneme", 0.05),
                 counts=counts,
                 with_source=True,
+                priority=label_set.to_id,
             )
         new_w.append(w2)
         new_l.append(l2)

@@ -6,8 +6,9 @@ Every export carries the project's own words and labels: nothing is re-derived f
   (``--case-column``: a third column, the case label O/U/A/M).
 * ``nemo``: NVIDIA NeMo's punctuation-capitalization format, a folder per split with
   ``text.txt`` (one segment per line: its words, lowercased, separated by one space) and
-  ``labels.txt`` (per word two characters: its punctuation label, ``O , . ?``, then ``U`` when
-  the word is written with a capital first letter, else ``O``: ``OU OO ,O .U``).  NeMo's
+  ``labels.txt`` (per word two characters: its punctuation label, ``O , . ?`` or the marks of the
+  dataset's label set, in the script of the row's language, then ``U`` when the word is written
+  with a capital first letter, else ``O``: ``OU OO ,O .U``).  NeMo's
   dataset reads exactly this (one example per line, as many labels as words).  The words are
   the project's words, so ``$15.50``, ``30%``, ``dr.`` and ``u.k.`` stay whole with the project's
   label (O after ``dr.`` and ``u.k.`` mid-sentence): NeMo's own preparation script would strip
@@ -15,7 +16,7 @@ Every export carries the project's own words and labels: nothing is re-derived f
   character NeMo's script removes) are counted in the manifest's ``kept_whole``.
 * ``hf``: a Hugging Face datasets folder: ``data/<split>-NNNNN.parquet`` and a ``README.md``
   dataset card whose YAML header lists the splits and the features (``labels`` and ``case`` as
-  ``ClassLabel`` sequences, stored as their class ids), so ``datasets.load_dataset(folder)``
+  ``ClassLabel`` sequences of the label set's names, stored as their class ids), so ``datasets.load_dataset(folder)``
   gives a DatasetDict; the card's text gives the label set, the label counts per split, the
   sources and how the dataset was made.
 
@@ -37,9 +38,9 @@ import pyarrow.compute as pc
 import yaml
 
 from pipeline.engine import reading, writing
-from pipeline.engine.dataset import iter_batches
+from pipeline.engine.dataset import iter_batches, labels_of
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import CASE_LABELS, LABELS, RENDERED_MARK
+from pipeline.labels import CASE_LABELS, PAPERS, RENDERED_MARK, LabelSet
 from pipeline.schema import SEGMENT_SCHEMA
 from pipeline.text.case import apply_case
 
@@ -65,13 +66,20 @@ def split_name_problem(name: str) -> str | None:
     return None
 
 
-def nemo_lines(words: list[str], labels: list[str], case: list[str], surface: list[str | None]) -> tuple[str, str]:
+def nemo_lines(
+    words: list[str],
+    labels: list[str],
+    case: list[str],
+    surface: list[str | None],
+    marks: dict[str, str] = RENDERED_MARK,
+) -> tuple[str, str]:
     """NeMo's ``text.txt`` and ``labels.txt`` lines for one segment: the project's words, lowercased,
-    and per word its mark and whether its written form starts with a capital."""
+    and per word its mark (``marks``: label -> mark, the label set's in the segment's script) and
+    whether its written form starts with a capital."""
     out = []
     for word, label, case_label, form in zip(words, labels, case, surface):
         written = apply_case(word, case_label, form)
-        out.append((RENDERED_MARK[label] or "O") + ("U" if written[:1].isupper() else "O"))
+        out.append((marks[label] or "O") + ("U" if written[:1].isupper() else "O"))
     return " ".join(w.lower() for w in words), " ".join(out)
 
 
@@ -107,14 +115,28 @@ def _batches(inputs, split_name: str, unsplit: set):
                 yield name, table.filter(pc.equal(split, name))
 
 
-def _hf_table(table: pa.Table) -> pa.Table:
+def _script_marks(lang: str, label_set: LabelSet) -> dict[str, str]:
+    """Label -> mark for the rows of ``lang``: in its script where the label set has that script's own
+    marks (the first script of the language; a language not installed gets the plain marks)."""
+    if not label_set.script_marks:
+        return label_set.rendered()
+    from pipeline.text.languages import get_language
+
+    try:
+        scripts = get_language(lang).scripts
+    except ParamsError:
+        scripts = ()
+    return label_set.rendered(scripts[0] if scripts else None)
+
+
+def _hf_table(table: pa.Table, label_set: LabelSet = PAPERS) -> pa.Table:
     """The segment columns with labels and case as class ids (the ``ClassLabel`` storage)."""
     columns = []
     for name in SEGMENT_SCHEMA.names:
         column = table[name]
         if name in ("labels", "case"):
             lists = column.combine_chunks()
-            names = pa.array(LABELS if name == "labels" else CASE_LABELS)
+            names = pa.array(label_set.labels if name == "labels" else CASE_LABELS)
             ids = pc.index_in(lists.flatten(), value_set=names).cast(pa.int64())
             column = pa.ListArray.from_arrays(pc.subtract(lists.offsets, lists.offsets[0]), ids)
         columns.append(column)
@@ -140,6 +162,8 @@ def export_datasets(
     if problem := split_name_problem(split_name):
         raise ParamsError(problem)
     inputs = [Path(p) for p in inputs]
+    label_set = labels_of(inputs)  # one label set, or a one-line refusal naming two
+    marks_of_lang: dict[str, dict[str, str]] = {}
     unsplit: set[str] = set()
     segments: Counter = Counter()
     words: Counter = Counter()
@@ -163,14 +187,14 @@ def export_datasets(
                     counts[item["values"]] += item["counts"]
                 if fmt == "hf":
                     k = hf_parts[split] = hf_parts.get(split, -1) + 1
-                    writing.write_parquet(_hf_table(table), folder / "data" / f"{split}-{k:05d}.parquet")
+                    writing.write_parquet(_hf_table(table, label_set), folder / "data" / f"{split}-{k:05d}.parquet")
                     continue
                 if split not in handles:
                     names = [f"{split}.tsv"] if fmt == "tsv" else [f"{split}/text.txt", f"{split}/labels.txt"]
                     (folder / names[0]).parent.mkdir(exist_ok=True)
                     handles[split] = [files.enter_context(open(folder / n, "w", encoding="utf-8")) for n in names]
-                columns = [table[name].to_pylist() for name in ("words", "labels", "case", "surface")]
-                for seg_words, labels, case, surface in zip(*columns):
+                columns = [table[name].to_pylist() for name in ("words", "labels", "case", "surface", "lang")]
+                for seg_words, labels, case, surface, lang in zip(*columns):
                     if fmt == "tsv":
                         handles[split][0].write(tsv_lines(seg_words, labels, case if case_column else None))
                         continue
@@ -182,7 +206,9 @@ def export_datasets(
                             kept_whole[split] += 1
                             if len(kept_examples) < 10 and word not in kept_examples:
                                 kept_examples.append(word)
-                    text, label_line = nemo_lines(seg_words, labels, case, surface)
+                    if lang not in marks_of_lang:
+                        marks_of_lang[lang] = _script_marks(lang, label_set)
+                    text, label_line = nemo_lines(seg_words, labels, case, surface, marks_of_lang[lang])
                     handles[split][0].write(text + "\n")
                     handles[split][1].write(label_line + "\n")
         splits = sorted(segments)
@@ -191,8 +217,10 @@ def export_datasets(
             "splits": splits,
             "segments": {s: segments[s] for s in splits},
             "words": {s: words[s] for s in splits},
-            "labels": {s: {label: label_counts[s][label] for label in LABELS} for s in splits},
+            "labels": {s: {label: label_counts[s][label] for label in label_set.labels} for s in splits},
         }
+        if not label_set.is_papers:
+            report["label_set"] = label_set.record()
         if unsplit:
             report["unsplit_rows_as"] = split_name
         if fmt == "nemo":
@@ -200,7 +228,7 @@ def export_datasets(
             report["kept_whole_examples"] = kept_examples
             report["skipped_empty_segments"] = dict(sorted(empty.items()))
         if fmt == "hf":
-            _write_card(folder, report, card or {})
+            _write_card(folder, report, card or {}, label_set)
         for path in folder.rglob("*"):
             writing.make_readable(path)
         writing.write_manifest(folder, report)
@@ -242,7 +270,7 @@ def dataset_card(params, name: str, command: str) -> dict:
     }
 
 
-def hf_features() -> dict:
+def hf_features(label_set: LabelSet = PAPERS) -> dict:
     """The features of an hf export in the YAML of a dataset card (``dataset_info.features``)."""
 
     def class_label(names):
@@ -254,7 +282,7 @@ def hf_features() -> dict:
         "doc_id": {"dtype": "string"},
         "seg_id": {"dtype": "int32"},
         "words": {"list": "string"},
-        "labels": class_label(LABELS),
+        "labels": class_label(label_set.labels),
         "case": class_label(CASE_LABELS),
         "surface": {"list": "string"},
         "split": {"dtype": "string"},
@@ -262,7 +290,7 @@ def hf_features() -> dict:
     return [{"name": name, **types[name]} for name in SEGMENT_SCHEMA.names]
 
 
-def _write_card(folder: Path, report: dict, card: dict) -> None:
+def _write_card(folder: Path, report: dict, card: dict, label_set: LabelSet = PAPERS) -> None:
     splits = report["splits"]
     header = {
         "configs": [
@@ -273,7 +301,7 @@ def _write_card(folder: Path, report: dict, card: dict) -> None:
         ],
         "dataset_info": {
             "config_name": "default",
-            "features": hf_features(),
+            "features": hf_features(label_set),
         },
     }
     if languages := card.get("languages"):
@@ -290,10 +318,16 @@ def _write_card(folder: Path, report: dict, card: dict) -> None:
         "`labels` (a `ClassLabel` per word, the punctuation that follows the word):",
         "",
     ]
+    marks = label_set.rendered()
     lines += [
-        f"- {i}: `{name}`" + (f" (`{RENDERED_MARK[name]}`)" if RENDERED_MARK[name] else " (no mark)")
-        for i, name in enumerate(LABELS)
+        f"- {i}: `{name}`" + (f" (`{marks[name]}`)" if marks[name] else " (no mark)")
+        for i, name in enumerate(label_set.labels)
     ]
+    if not label_set.is_papers:
+        merges = ", ".join(
+            f"`{label}` -> `{merge}`" for label, merge in zip(label_set.labels[1:], label_set.merges[1:])
+        )
+        lines += ["", f"Label set `{label_set.name}`; merged to the four classes O/COMMA/PERIOD/QUESTION: {merges}."]
     lines += [
         "",
         "`case` (a `ClassLabel` per word): " + ", ".join(f"{i}: `{n}`" for i, n in enumerate(CASE_LABELS)),
@@ -301,11 +335,11 @@ def _write_card(folder: Path, report: dict, card: dict) -> None:
         "",
         "## Splits and label counts",
         "",
-        "| split | segments | words | " + " | ".join(LABELS) + " |",
-        "|---|---:|---:|" + "---:|" * len(LABELS),
+        "| split | segments | words | " + " | ".join(label_set.labels) + " |",
+        "|---|---:|---:|" + "---:|" * len(label_set.labels),
     ]
     for s in splits:
-        counts = " | ".join(str(report["labels"][s][label]) for label in LABELS)
+        counts = " | ".join(str(report["labels"][s][label]) for label in label_set.labels)
         lines.append(f"| {s} | {report['segments'][s]} | {report['words'][s]} | {counts} |")
     if report.get("unsplit_rows_as"):
         lines += ["", f"Rows that were never split are the split `{report['unsplit_rows_as']}`."]

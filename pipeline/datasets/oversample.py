@@ -39,6 +39,8 @@ from pipeline.engine.dataset import (
     document_index,
     each_step,
     finish,
+    labels_of,
+    manifest_entry,
     read_rows,
     read_shard,
     row_shards,
@@ -47,9 +49,9 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError
-from pipeline.labels import LABELS
+from pipeline.labels import PAPERS, QUESTION, LabelSet
 from pipeline.params import EngineParams, OversampleParams
-from pipeline.schema import SCHEMA_NAME, concat, flat_codes, with_column
+from pipeline.schema import SCHEMA_NAME, concat, flat_codes, papers_codes, with_column
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +78,12 @@ def _train(table: pa.Table) -> np.ndarray:
     return pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
 
 
-def _question_rows(table: pa.Table) -> np.ndarray:
-    """Rows whose last label is QUESTION (a question sentence)."""
+def _question_rows(table: pa.Table, label_set: LabelSet = PAPERS) -> np.ndarray:
+    """Rows whose last label is a QUESTION (a question sentence; in another label set, a label that
+    merges to QUESTION)."""
     labels = table["labels"].combine_chunks()
     offsets = pc.subtract(labels.offsets, labels.offsets[0]).to_numpy(zero_copy_only=False)
-    is_question_label = flat_codes(labels, LABELS)[0] == LABELS.index("QUESTION")
+    is_question_label = papers_codes(labels, label_set) == QUESTION
     nonempty = offsets[1:] > offsets[:-1]
     out = np.zeros(table.num_rows, dtype=bool)
     out[nonempty] = is_question_label[offsets[1:][nonempty] - 1]
@@ -114,17 +117,20 @@ def _documents(table: pa.Table, train: np.ndarray) -> _Documents:
 class _Tally:
     """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train rows."""
 
+    def __init__(self, label_set: LabelSet = PAPERS):
+        self.label_set = label_set
+
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_rows(shard, ["corpus", "lang", "doc_id", "labels", "split"], dictionary=True)
         train = _train(table)
-        codes, _ = flat_codes(table["labels"], LABELS)
+        codes = papers_codes(table["labels"], self.label_set)
         lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
-        question = codes == LABELS.index("QUESTION")
+        question = codes == QUESTION
         per_row = np.add.reduceat(question, np.r_[0, np.cumsum(lengths)[:-1]]) if len(codes) else np.zeros(0)
         per_row = np.where(lengths > 0, per_row, 0)
         words = int(lengths[train].sum())
         questions = int(per_row[train].sum())
-        is_question = _question_rows(table) & train
+        is_question = _question_rows(table, self.label_set) & train
         q_words = int(lengths[is_question].sum())
         q_labels = int(per_row[is_question].sum())
         docs = _documents(table, train).train_per_lang
@@ -170,8 +176,11 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder):
+    def __init__(
+        self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, label_set=PAPERS
+    ):
         # plan: the folder of the per-shard numbers (:func:`_save_before`)
+        self.label_set = label_set
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
         self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
 
@@ -180,7 +189,7 @@ class _Copies:
         train = _train(table)
         docs = _documents(table, train)
         row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
-        rows = np.flatnonzero(_question_rows(table) & train)
+        rows = np.flatnonzero(_question_rows(table, self.label_set) & train)
         # train documents of each language (column) in the shards before each shard (row)
         docs_before = _before(self.plan, "docs_before.bin").reshape(-1, len(self.langs))
         # the train-document number (per language, over the whole dataset) of each document here
@@ -254,7 +263,10 @@ class _Write:
 
     _loaded: dict = {}
 
-    def __init__(self, folder, runs, augment, seed, plan, vocabulary, confusables, augmented_folder, n_shards):
+    def __init__(
+        self, folder, runs, augment, seed, plan, vocabulary, confusables, augmented_folder, n_shards, label_set=PAPERS
+    ):
+        self.label_set = label_set
         self.folder, self.runs = None if folder is None else str(folder), runs
         self.augment, self.seed, self.plan = augment, seed, str(plan)
         self.vocabulary = None if vocabulary is None else str(vocabulary)
@@ -302,7 +314,7 @@ class _Write:
         # counted over the whole table, train rows masked: filtering them out copied four string columns
         in_train = _train(table)
         words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
-        questions = per_row_sum(table["labels"], flat_codes(table["labels"], LABELS)[0] == LABELS.index("QUESTION"))
+        questions = per_row_sum(table["labels"], papers_codes(table["labels"], self.label_set) == QUESTION)
         counts.stats["train_words"] += int(words[in_train].sum())
         counts.stats["train_questions"] += int(questions[in_train].sum())
         train = table.filter(pa.array(in_train)) if self.augment is not None else None
@@ -322,6 +334,7 @@ class _Write:
                     self._load("vocabulary", self.vocabulary),
                     self._load("confusables", self.confusables),
                     indices=range(first, first + train.num_rows),
+                    label_set=self.label_set,
                 )
             else:
                 part = concat([])
@@ -462,9 +475,11 @@ def oversample_dataset(
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         plan = location.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)
+        label_set = labels_of(source)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             shards = row_shards(source, engine.shard_rows, runner)
-            tallies = [r.payload for r in run_step(runner, _Tally(), shards, label="oversample: counts")]
+            step = _Tally(label_set)
+            tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
             words = sum(t["words"] for t in tallies)
             questions = sum(t["questions"] for t in tallies)
             incoming = np.zeros(len(shards), np.int64)
@@ -488,7 +503,7 @@ def oversample_dataset(
                 _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
                 docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
                 copies_folder = location.join(scratch, "copies")
-                step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder)
+                step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, label_set)
                 index = _SenderIndex(copies_folder, len(shards))
                 # results in shard order (each_step runs to its end, which logs the pass's time)
                 for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
@@ -510,11 +525,11 @@ def oversample_dataset(
                     check_confusables(confusables)  # a bad table named here, before the pass
             write = _Write(
                 copies_folder, runs, augment, seed, plan, vocabulary,
-                confusables if vocabulary is not None else None, augmented_folder, len(shards),
+                confusables if vocabulary is not None else None, augmented_folder, len(shards), label_set,
             )  # fmt: skip
             results = run_step(runner, write, shards, folder, label="oversample")
         counts = counts_of(results)
-        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
         writing.write_manifest(
             augmented_folder,
             {
@@ -523,6 +538,7 @@ def oversample_dataset(
                 "rows": int(counts.stats["augmented_rows"]),
                 "words": int(counts.stats["augmented_words"]),
                 "schema": SCHEMA_NAME,
+                **manifest_entry(label_set),
             },
         )
         out_report: dict = {}

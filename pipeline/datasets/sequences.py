@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.labels import CASE_LABELS, PAPERS, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
 
 IGNORE = -100
@@ -168,8 +168,15 @@ def _case_codes(case_column, words_column) -> np.ndarray:
 
 
 def build_sequences(
-    table: pa.Table, tokenizer, max_len: int = 256, mode: str = "chunk", stride: int = 0, slot_filling: bool = False
+    table: pa.Table,
+    tokenizer,
+    max_len: int = 256,
+    mode: str = "chunk",
+    stride: int = 0,
+    slot_filling: bool = False,
+    label_set: LabelSet = PAPERS,
 ) -> tuple[pa.Table, Counter]:
+    """``table``'s segments as token sequences whose labels are ids in ``label_set``."""
     if mode not in ("chunk", "segment"):
         raise ParamsError(f"mode must be chunk or segment, not {mode!r}")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
@@ -225,7 +232,7 @@ def build_sequences(
     else:
         stream = cache.flat[source]
     last_token = prefix[1:] - 1  # a word's label sits on its last token (the mask in slot filling)
-    label_code, _ = flat_codes(rows["labels"], LABELS)
+    label_code, _ = flat_codes(rows["labels"], label_set.labels)
     case_code = _case_codes(rows["case"], words_column) if "case" in rows.column_names else None
     # a word's position in its document: its row's offset in the document, then its place in the row
     row_position = row_offset[order]
@@ -338,7 +345,9 @@ def build_sequences(
     return out, counts
 
 
-def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str], list[tuple[int, str]]]:
+def words_from_sequences(
+    sequences: pa.Table, tokenizer, label_set: LabelSet = PAPERS
+) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """(doc, split) -> [(word position, label)] recovered from the sequences (first chunk wins)."""
     out: dict[tuple[str, str], dict[int, str]] = {}
     for doc, split, labels, index in zip(
@@ -352,7 +361,7 @@ def words_from_sequences(sequences: pa.Table, tokenizer) -> dict[tuple[str, str]
         for label, word in zip(labels, index):
             if label != IGNORE:
                 w = word if word >= 0 else last_word
-                seen.setdefault(w, LABELS[label])
+                seen.setdefault(w, label_set.labels[label])
             if word >= 0:
                 last_word = word
     return {k: sorted(v.items()) for k, v in out.items()}
@@ -510,10 +519,19 @@ class SequencesStep:
 
     _loaded: dict = {}
 
-    def __init__(self, tokenizer_dir, max_len: int, mode: str, stride: int, slot_filling: bool, backend=None):
+    def __init__(
+        self,
+        tokenizer_dir,
+        max_len: int,
+        mode: str,
+        stride: int,
+        slot_filling: bool,
+        backend=None,
+        label_set: LabelSet = PAPERS,
+    ):
         self.tokenizer_dir = str(tokenizer_dir)
         self.backend = backend
-        self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling)
+        self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling, label_set=label_set)
 
     def _tokenizer(self):
         from pipeline.engine import location, reading
@@ -546,7 +564,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from pipeline.audit.stats import AuditView, audit_dataset_views
     from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
     from pipeline.engine import location, reading, writing
-    from pipeline.engine.dataset import counts_of, finish, one_value, row_shards, run_step
+    from pipeline.engine.dataset import counts_of, finish, labels_of, manifest_entry, one_value, row_shards, run_step
     from pipeline.engine.executor import executor, record_timing
     from pipeline.params import EngineParams
 
@@ -557,6 +575,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         tokenizer_folder = outputs.dataset(tokenizer_out, kind="tokenizer")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
+        label_set = labels_of(source)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             shards = row_shards(source, engine.shard_rows, runner)
             if params.tokenizer == "train":
@@ -577,7 +596,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             writing.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
             backend = packing_files(tokenizer, tokenizer_folder, scratch)
             step = SequencesStep(
-                tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend
+                tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend, label_set
             )
             results = run_step(runner, step, shards, folder, label=f"sequences {name}")
             # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
@@ -588,7 +607,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)
-        finish(folder, "sequences", results, schema="punct-sequences/2")
+        finish(folder, "sequences", results, schema="punct-sequences/2", **manifest_entry(label_set))
         out_report: dict = {}
         for path in earlier:
             out_report.update(reading.read_json(path))

@@ -22,7 +22,7 @@ import heapq
 import logging
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,8 @@ from pipeline.engine.dataset import (
     document_index,
     each_step,
     finish,
+    labels_of,
+    manifest_entry,
     read_rows,
     row_shards,
     run_step,
@@ -43,9 +45,9 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
-from pipeline.labels import LABELS, SENTENCE_END_IDS
+from pipeline.labels import LABELS, PAPERS, SENTENCE_END_IDS, LabelSet
 from pipeline.params import SPLIT_NAMES, EngineParams, SplitParams
-from pipeline.schema import SCHEMA_NAME, SEGMENT_SCHEMA, flat_codes, with_column
+from pipeline.schema import SCHEMA_NAME, SEGMENT_SCHEMA, papers_codes, with_column
 
 log = logging.getLogger(__name__)
 BUCKETS = 4096
@@ -82,6 +84,9 @@ class SplitInput:
     corpus: str
     path: str
     fixed: str | None = None
+    #: the label set of the inputs (one for all): marks and sentence ends are counted by their
+    #: papers class, so a corpus splits the same whatever set it was labelled in
+    labels: LabelSet = PAPERS
 
 
 @dataclass
@@ -148,8 +153,9 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
     row_doc = document_index(table)
     keep = None
     codes = None
+    label_set = inputs[shard.source].labels
     if not fixed and (params.min_marks or params.min_sentences) and table.num_rows:
-        codes, _ = flat_codes(table["labels"], LABELS)
+        codes = papers_codes(table["labels"], label_set)
     if not fixed and params.min_marks:
         counts.stats["segments_without_marks_dropped"] += 0
         if table.num_rows:
@@ -184,7 +190,7 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
     hashes = doc_hashes(doc_ids.to_pylist(), params.seed)
     marks = None
     if params.stratify and not fixed:
-        marks = _marks(table, codes, keep, row_doc, n_docs)
+        marks = _marks(table, codes, keep, row_doc, n_docs, label_set)
     return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks)
 
 
@@ -203,12 +209,14 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
 _END_CODES = sorted(SENTENCE_END_IDS)
 
 
-def _marks(table: pa.Table, codes, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int) -> np.ndarray:
+def _marks(
+    table: pa.Table, codes, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int, label_set: LabelSet = PAPERS
+) -> np.ndarray:
     """Each document's stratum as a bit mask of the marks it has, over all its kept segments (a
     document of ten sentences is one stratum among at most eight, so small strata do not all round
     toward train); ``codes``: the table's label codes, if the caller has them."""
     if codes is None:
-        codes, _ = flat_codes(table["labels"], LABELS)
+        codes = papers_codes(table["labels"], label_set)
     lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
     bits = np.where(codes > 0, np.left_shift(1, np.maximum(codes, 0)), 0)
     row_mask = np.zeros(len(lengths), np.int64)
@@ -488,6 +496,8 @@ def split_dataset(
 ) -> dict:
     """Split the corpora into the dataset ``out`` (a folder of parts) and write the report."""
     engine = engine or EngineParams()
+    label_set = labels_of([i.path for i in inputs])  # one set, or a one-line refusal
+    inputs = [replace(i, labels=label_set) for i in inputs]
     with writing.Outputs(inputs=[i.path for i in inputs]) as outputs:
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
@@ -547,7 +557,7 @@ def split_dataset(
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
         counts = counts_of(results)
-        finish(folder, "segments", results, schema=SCHEMA_NAME)
+        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
         out_report = {key: int(value) for key, value in sorted(counts.stats.items())}
         out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
         if params.drop_train_duplicates:

@@ -56,6 +56,7 @@ def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> li
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     refuse_twice(paths)
+    labels_of(paths)  # datasets of different label sets are not mixed
     files = [(source, str(file)) for source, path in enumerate(paths) for file in checked_parts(path)]
     runner = runner or Executor()
     per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
@@ -86,6 +87,45 @@ def refuse_twice(paths) -> None:
             if key == other_key or location.same_file(path, other):
                 raise errors.InputError(f"{path}: the same dataset as {other}, given twice: give it once")
         seen[key] = path
+
+
+def manifest_entry(label_set) -> dict:
+    """What a segment or sequence dataset's manifest records of its label set: nothing for
+    ``papers`` (a dataset without a record is a papers one), else the set (its labels, merges and
+    marks: the dataset describes itself, whatever happens to the table it came from)."""
+    return {} if label_set.is_papers else {"label_set": label_set.record()}
+
+
+def dataset_labels(path):
+    """The label set the dataset ``path`` records (``papers`` where its manifest has none, or it has
+    no manifest: a lone Parquet file, a dataset written before label sets)."""
+    from pipeline.labels import PAPERS, from_record
+
+    manifest = reading.read_manifest(path) if not location.is_file(path) else None
+    if not isinstance(manifest, dict) or "label_set" not in manifest:
+        return PAPERS
+    return from_record(manifest["label_set"], f"{location.join(path, location.MANIFEST)}: label_set")
+
+
+def labels_of(paths):
+    """The one label set of the datasets ``paths``; datasets of different sets are refused, naming both."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    first, found = None, None
+    for path in paths:
+        labels = dataset_labels(path)
+        if found is None:
+            first, found = path, labels
+        elif not labels.same_labels(found):
+            raise errors.InputError(
+                f"{path}: label set {labels.name}, but {first}: label set {found.name}: datasets of "
+                "different label sets cannot be mixed (ingest them with one label set)"
+            )
+    if found is None:
+        from pipeline.labels import PAPERS
+
+        return PAPERS
+    return found
 
 
 #: the leaf of the word lists in a Parquet footer: its value count bounds the manifest's words

@@ -131,7 +131,7 @@ def train(
     if params.workers:  # the data loader's workers are the parallelism, not the tokenizer's threads
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     data = TrainingData.from_folder(dataset, options, confusables)
-    model = build_model(params, data.tokenizer)
+    model = build_model(params, data.tokenizer, data.label_set)
     check_inputs(model, data, f"train {name}")
     model_dir = Path(model_dir)
     history = train_loop(model, data, params, model_dir=model_dir, checkpoint_dir=checkpoint_dir, resume=resume)

@@ -4,8 +4,8 @@ Rules (Alam 2020 §3.1 mapping; the mark table is data in ``lexicons/``):
 
 * Marks glued to a word (``word,``) or standing alone (``word ,``) label the word
   before them.  A mark with no word before it in its segment is dropped and counted.
-* Several marks after one word: the highest label wins, QUESTION > PERIOD > COMMA
-  (``?!`` -> QUESTION, ``."`` -> PERIOD).
+* Several marks after one word: the highest label of the label set wins (``papers``:
+  QUESTION > PERIOD > COMMA, so ``?!`` -> QUESTION, ``."`` -> PERIOD).
 * Opening quotes and brackets are dropped where they start a word; closing ones where
   they end it.  Marks inside a word are kept: ``3.5``, ``10,000``, ``well-being``.
 * Abbreviations keep their period: ``dr.`` when listed in ``lexicons/<lang>/abbreviations.txt``,
@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
-from pipeline.schema import CASE_VALUES, LABEL_VALUES, encoded_codes
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, PAPERS, LabelSet
+from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
 from pipeline.text.languages import Language
 from pipeline.text.normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
@@ -49,6 +49,7 @@ class Labelled:
     case: pa.ListArray
     surface: pa.ListArray
     dropped: Counter = field(default_factory=Counter)
+    label_set: LabelSet = PAPERS
 
     def __len__(self) -> int:
         return len(self.words)
@@ -263,7 +264,8 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> 
             body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
             body_len[rows] += 1
         encoded = tails.dictionary_encode()
-        tail_codes = np.array([LABEL_TO_ID[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
+        to_id = table.labels.to_id
+        tail_codes = np.array([to_id[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
         codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
     is_word = body_len > 0
@@ -296,16 +298,18 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> 
     words = _lower(original) if language.lowercase else original
     case, surface = case_labels(original, words)
     offsets = pa.array(offsets.astype(np.int32))
-    labels = encoded_codes(LABEL_VALUES, word_codes)
+    labels = encoded_codes(table.labels.values, word_codes)
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),
         case=pa.ListArray.from_arrays(offsets, case),
         surface=pa.ListArray.from_arrays(offsets, surface),
         dropped=dropped,
+        label_set=table.labels,
     )
 
 
-def render(words: list[str], labels: list[str]) -> str:
-    """Words and labels back to punctuated text (``,``/``.``/``?`` glued to the word)."""
-    return " ".join(w + RENDERED_MARK[l] for w, l in zip(words, labels))
+def render(words: list[str], labels: list[str], label_set: LabelSet = PAPERS, script: str | None = None) -> str:
+    """Words and labels back to punctuated text (each label's mark, in ``script``, glued to the word)."""
+    marks = label_set.rendered(script)
+    return " ".join(w + marks[l] for w, l in zip(words, labels))

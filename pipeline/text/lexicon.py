@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.labels import LABEL_TO_ID, LABELS
+from pipeline.labels import DEFAULT_LABEL_SET, PAPERS_CLASSES, LabelSet, label_set
 
 #: the data package ``lexicons`` (package data of the installed project, or the checkout's folder)
 LEXICON_DIR = Path(str(importlib.resources.files("lexicons")))
@@ -24,14 +24,16 @@ class LexiconError(InputError):
 
 @dataclass(frozen=True)
 class PunctuationTable:
-    """How the marks of a language map onto labels."""
+    """How the marks of a language map onto the labels of a label set."""
 
-    marks: dict[str, str]  # mark character(s) -> COMMA/PERIOD/QUESTION
+    marks: dict[str, str]  # mark character(s) -> a label of ``labels`` (not O)
     openers: frozenset[str]  # dropped where they start a word
     closers: frozenset[str]  # dropped where they end a word
+    labels: LabelSet
 
     def label_of(self, cluster: str) -> str:
         """Label of a run of marks/closers that follows a word (priority: highest label id)."""
+        to_id = self.labels.to_id
         best = 0
         i = 0
         while i < len(cluster):
@@ -39,12 +41,12 @@ class PunctuationTable:
             for size in (3, 2, 1):
                 piece = cluster[i : i + size]
                 if len(piece) == size and piece in self.marks:
-                    best = max(best, LABEL_TO_ID[self.marks[piece]])
+                    best = max(best, to_id[self.marks[piece]])
                     i += size
                     break
             else:
                 i += 1  # a closer
-        return LABELS[best]
+        return self.labels.labels[best]
 
     @property
     def trailing_chars(self) -> str:
@@ -65,7 +67,12 @@ def read_tsv_rows(path: Path, n_fields: int) -> list[tuple[int, list[str]]]:
 
 
 @functools.cache
-def punctuation_table(lang: str) -> PunctuationTable:
+def punctuation_table(lang: str, labels: str = DEFAULT_LABEL_SET) -> PunctuationTable:
+    """The mark table of ``lang`` (the common table, then the language's rows) in the label set
+    ``labels``: the set's mark rows relabel its marks; every other mark keeps its table label,
+    which the set must have."""
+    chosen = label_set(labels)
+    where: dict[str, str] = {}
     marks: dict[str, str] = {}
     openers: set[str] = set()
     closers: set[str] = set()
@@ -81,13 +88,22 @@ def punctuation_table(lang: str) -> PunctuationTable:
                 marks.pop(mark, None)
                 openers.discard(mark)
                 closers.discard(mark)
-            elif label in LABEL_TO_ID and label != "O":
+            elif label in PAPERS_CLASSES and label != "O":
                 marks[mark] = label
+                where[mark] = f"{path}:{lineno}"
             else:
                 raise LexiconError(
                     f"{path}:{lineno}: label {label!r} for {mark!r} is not COMMA, PERIOD, QUESTION, OPEN, CLOSE or NONE"
                 )
-    return PunctuationTable(marks, frozenset(openers), frozenset(closers))
+    relabel = dict(chosen.relabel)
+    for mark, label in marks.items():
+        marks[mark] = relabel.get(mark, label)
+        if marks[mark] not in chosen.to_id:
+            raise LexiconError(
+                f"{where[mark]}: mark {mark!r} is a {label}, a label the label set {chosen.name} lacks: "
+                f"add the label to the set, or a row relabelling the mark"
+            )
+    return PunctuationTable(marks, frozenset(openers), frozenset(closers), chosen)
 
 
 @functools.cache

@@ -15,13 +15,11 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.labels import PAPERS, LabelSet
 from pipeline.schema import segments_table
 
-#: labels after which a group of words may not go on (a sentence ends there)
-_SENTENCE_ENDS = frozenset({"PERIOD", "QUESTION"})
 
-
-def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
+def speak_table(table: pa.Table, verbalizer, label_set: LabelSet = PAPERS) -> tuple[pa.Table, Counter]:
     """The table with every group of words a grammar reads replaced by its spoken form.
 
     Counts: ``spoken:<class>`` and ``left_written:<reason>`` per group (see
@@ -35,13 +33,15 @@ def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
         pc.match_substring_regex(flat, "[0-9\u0966-\u096f\u09e6-\u09ef\u00bc-\u00be\u2150-\u215e]|^www\\.|^https?://")
     ).as_py():
         return table, counts
+    # labels after which a group of words may not go on (a sentence ends there)
+    sentence_ends = frozenset(label_set.labels[i] for i in label_set.sentence_end_ids)
     columns = {name: [] for name in ("words", "labels", "case", "surface")}
     for words, labels, case, surface in zip(*(table[name].to_pylist() for name in columns)):
         if not any(verbalizer.might_apply(w) for w in words):
             for name, value in zip(columns, (words, labels, case, surface)):
                 columns[name].append(value)
             continue
-        stops = [i for i, label in enumerate(labels) if label in _SENTENCE_ENDS]
+        stops = [i for i, label in enumerate(labels) if label in sentence_ends]
         spoken = verbalizer.speak(words, stops)
         kept = [i >= 0 and out == words[i] for out, i in zip(spoken.words, spoken.source)]
         columns["words"].append(spoken.words)
@@ -61,5 +61,6 @@ def speak_table(table: pa.Table, verbalizer) -> tuple[pa.Table, Counter]:
         table["split"],
         case=columns["case"],
         surface=columns["surface"],
+        vocabulary=label_set.labels,
     )
     return out, counts

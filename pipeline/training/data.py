@@ -43,7 +43,7 @@ from pipeline.datasets.sequences import IGNORE, build_sequences
 from pipeline.engine import reading
 from pipeline.engine.dataset import checked_parts
 from pipeline.errors import ParamsError
-from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.labels import CASE_LABELS, LABELS, PAPERS, LabelSet
 from pipeline.text.case import case_of
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,9 @@ def sequences_with_case(table: pa.Table, tokenizer, **options) -> tuple[pa.Table
     sequences, counts = build_sequences(table, tokenizer, **options)
     if "case" not in table.column_names or "case_labels" in sequences.column_names:
         return sequences, counts
-    # the same chunking with the case labels in the label column (ids 0..3 name O/COMMA/PERIOD/QUESTION)
+    # the same chunking with the case labels in the label column (ids 0..3 name O/COMMA/PERIOD/QUESTION
+    # of the papers' set, whatever the dataset's)
+    options = {**options, "label_set": PAPERS}
     as_label = dict(zip(CASE_LABELS, LABELS))
     cases = table["case"].to_pylist()
     relabelled = [
@@ -411,6 +413,7 @@ class BatchSpec:
     augmentation: dict | None = None
     vocabulary: list[str] | None = None
     confusables: dict[str, list[str]] | None = None
+    label_set: LabelSet = PAPERS
 
 
 class EpochBatches(torch.utils.data.IterableDataset):
@@ -448,10 +451,12 @@ class EpochBatches(torch.utils.data.IterableDataset):
                 self.spec.confusables,
                 counts=stats,
                 indices=window.keys,
+                label_set=self.spec.label_set,
             )
         if not self.spec.case and "case" in table.column_names:
             table = table.drop_columns(["case"])
-        sequences, _ = sequences_with_case(table, self.spec.tokenizer, **self.spec.options.as_dict())
+        options = {**self.spec.options.as_dict(), "label_set": self.spec.label_set}
+        sequences, _ = sequences_with_case(table, self.spec.tokenizer, **options)
         return sequences, stats
 
     def batches_of(self, window: Window):
@@ -556,6 +561,8 @@ class TrainingData:
     tokenizer: object
     options: SequenceOptions = field(default_factory=SequenceOptions)
     confusables: dict[str, list[str]] | None = None
+    #: the dataset's label set (its sequences' manifest; the segments must have the same)
+    label_set: LabelSet = PAPERS
 
     @classmethod
     def from_folder(cls, folder, options: SequenceOptions, confusables=None, tokenizer=None) -> TrainingData:
@@ -569,13 +576,17 @@ class TrainingData:
                 tokenizer = AutoTokenizer.from_pretrained(str(folder / "tokenizer"))
             except (OSError, ValueError) as exc:
                 raise errors.InputError(f"{folder / 'tokenizer'}: no readable tokenizer ({exc})") from None
+        from pipeline.engine.dataset import labels_of
+
         segments = folder / "oversampled.parquet"
+        sequences = folder / "sequences.parquet"
         return cls(
-            sequences=checked_parts(folder / "sequences.parquet"),
+            sequences=checked_parts(sequences),
             segments=checked_parts(segments) if segments.exists() else None,
             tokenizer=tokenizer,
             options=options,
             confusables=confusables,
+            label_set=labels_of([sequences, *([segments] if segments.exists() else [])]),
         )
 
     def has_case_labels(self) -> bool:

@@ -4,7 +4,7 @@ back from their labels.  Importing this module imports no torch."""
 
 from __future__ import annotations
 
-from pipeline.labels import LABELS
+from pipeline.labels import PAPERS
 from pipeline.text.case import apply_case, capitalize_first
 
 
@@ -43,8 +43,10 @@ def predict_words(
     from pipeline.labels import CASE_LABELS
     from pipeline.training.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
 
+    label_set = getattr(model, "label_set", PAPERS)
     meta = {
-        "labels": list(LABELS),
+        "labels": list(label_set.labels),
+        **({} if label_set.is_papers else {"label_set": label_set.record()}),
         "case_labels": list(CASE_LABELS) if getattr(model, "capitalization", False) else None,
         "sequence": {"max_len": max_len, "slot_filling": slot_filling},
     }

@@ -44,6 +44,7 @@ import torch
 from pipeline.datasets.sequences import IGNORE
 from pipeline.engine import writing
 from pipeline.errors import InputError, ParamsError
+from pipeline.labels import PAPERS
 from pipeline.training.config import TrainParams, validate_train_params
 from pipeline.training.data import (
     BatchSpec,
@@ -158,14 +159,16 @@ def evaluate(model, sequences, pad_id: int, device, batch_size: int = 64, bf16: 
                 kept = [(c, q) for c, q in zip(at, cases[k]) if c != IGNORE]
                 case_gold += [c for c, _ in kept]
                 case_pred += [q for _, q in kept]
+    label_set = getattr(model, "label_set", PAPERS)
+    labels = label_set.labels
     result = {
-        "overall": scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64)),
-        "merged": merged_scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64)),
+        "overall": scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64), labels),
+        "merged": merged_scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64), label_set),
     }
     if len(by_lang) > 1:
-        result["per_language"] = {lang: scores(np.array(g), np.array(p)) for lang, (g, p) in by_lang.items()}
+        result["per_language"] = {lang: scores(np.array(g), np.array(p), labels) for lang, (g, p) in by_lang.items()}
     if len(by_corpus) > 1:
-        result["per_corpus"] = {name: scores(np.array(g), np.array(p)) for name, (g, p) in by_corpus.items()}
+        result["per_corpus"] = {name: scores(np.array(g), np.array(p), labels) for name, (g, p) in by_corpus.items()}
     if case_gold:
         result["case"] = case_scores(np.array(case_gold), np.array(case_pred))
     return result
@@ -299,6 +302,7 @@ def train(
         options=data.options,
         augmentation=params.augmentation.model_dump() if params.augmentation else None,
         confusables=data.confusables,
+        label_set=data.label_set,
     )
     sequence_index = index_rows(data.sequences, "train", lengths=True)
     if not len(sequence_index):

@@ -8,7 +8,9 @@
   deletions + insertions of marks) / gold marks, where a substitution is a wrong
   mark in a gap that has one, a deletion a missed mark, an insertion a false alarm;
 * confusion matrix in percent of each gold row (Alam 2020 Figure 2);
-* the same on 3 and 2 merged classes (Alam 2020 Table 5);
+* the same on the papers' four classes, and on 3 and 2 merged classes (Alam 2020 Table 5): a
+  label set's labels merged first to the four (its table's merges), so results of any set
+  compare with the papers';
 * capitalization (:func:`case_scores`): per-class P/R/F1 for O/U/A/M and ``overall``, the
   micro-average over U, A and M (a word counts as correctly cased only with its gold label).
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.labels import CASE_LABELS, LABELS, MERGES, merged_labels
+from pipeline.labels import CASE_LABELS, LABELS, MERGES, PAPERS, PAPERS_CLASSES, LabelSet, merged_labels
 
 
 def confusion(gold: np.ndarray, pred: np.ndarray, n: int = len(LABELS)) -> np.ndarray:
@@ -73,13 +75,15 @@ def scores(gold, pred, labels: tuple[str, ...] | list[str] = LABELS) -> dict:
     }
 
 
-def merged_scores(gold, pred) -> dict:
-    """:func:`scores` on 4, 3 and 2 classes."""
+def merged_scores(gold, pred, label_set: LabelSet = PAPERS) -> dict:
+    """:func:`scores` on 4, 3 and 2 classes of label-id sequences of ``label_set`` (its labels merged
+    to the papers' four classes first)."""
+    gold, pred = label_set.merge_ids[np.asarray(gold, np.int64)], label_set.merge_ids[np.asarray(pred, np.int64)]
     out = {}
     for n_classes in sorted(MERGES, reverse=True):
         names = merged_labels(n_classes)
-        to_merged = np.array([names.index(MERGES[n_classes][label]) for label in LABELS])
-        out[f"{n_classes}_class"] = scores(to_merged[np.asarray(gold)], to_merged[np.asarray(pred)], names)
+        to_merged = np.array([names.index(MERGES[n_classes][label]) for label in PAPERS_CLASSES])
+        out[f"{n_classes}_class"] = scores(to_merged[gold], to_merged[pred], names)
     return out
 
 

@@ -40,7 +40,7 @@ from torch import nn
 
 from pipeline.datasets.pretrained import pretrained_path, save_tokenizer
 from pipeline.errors import ParamsError
-from pipeline.labels import CASE_LABELS, LABELS
+from pipeline.labels import CASE_LABELS, PAPERS, LabelSet, model_labels
 
 logger = logging.getLogger(__name__)
 
@@ -135,12 +135,16 @@ class PunctuationModel(nn.Module):
         self,
         encoder,
         head: str = "linear",
-        n_labels: int = len(LABELS),
+        n_labels: int | None = None,
         dropout: float = 0.1,
         layer_dropout: float = 0.1,
         capitalization: bool = False,
+        label_set: LabelSet = PAPERS,
     ):
         super().__init__()
+        #: the labels the head predicts (its size unless ``n_labels`` says otherwise)
+        self.label_set = label_set
+        n_labels = len(label_set.labels) if n_labels is None else n_labels
         if head not in HEADS:
             raise ParamsError(f"unknown head {head!r}; choose one of {', '.join(HEADS)}")
         self.encoder = encoder
@@ -241,9 +245,10 @@ def _rows_at(values, mask) -> list[list[int]]:
     return out
 
 
-def build_model(params, tokenizer=None) -> PunctuationModel:
+def build_model(params, tokenizer=None, label_set: LabelSet = PAPERS) -> PunctuationModel:
     """``params`` (``TrainParams``, or a dict validated into one): ``pretrained`` (name or folder) or
-    ``config`` (dict for a model from scratch), ``head``, ``dropout``, ``layer_dropout``, ``capitalization``.
+    ``config`` (dict for a model from scratch), ``head``, ``dropout``, ``layer_dropout``, ``capitalization``;
+    ``label_set``: the dataset's labels, which size the head.
 
     Seeded with ``params.seed``: the weights drawn here (a new head; a whole model from a config) are
     the same every run.  Weights are fp32 whatever the checkpoint's dtype."""
@@ -270,6 +275,7 @@ def build_model(params, tokenizer=None) -> PunctuationModel:
         dropout=params.dropout,
         layer_dropout=params.layer_dropout,
         capitalization=params.capitalization is not None,
+        label_set=label_set,
     )
 
 
@@ -294,7 +300,8 @@ def save_checkpoint(
         params = params.model_dump(mode="json")  # in full: loading needs no defaults
     meta = {
         "format": FORMAT,
-        "labels": list(LABELS),
+        "labels": list(model.label_set.labels),
+        **({} if model.label_set.is_papers else {"label_set": model.label_set.record()}),
         "case_labels": list(CASE_LABELS) if model.capitalization else None,
         "head": model.head_name,
         "params": params,
@@ -344,8 +351,7 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         raise InputError(f"{meta_path}: not readable JSON ({exc})") from None
     if meta.get("format") != FORMAT:
         raise InputError(f"{folder}: saved-model format {meta.get('format', 1)}, expected {FORMAT}: retrain")
-    if meta["labels"] != list(LABELS):
-        raise InputError(f"{meta_path}: checkpoint labels {meta['labels']} are not {list(LABELS)}")
+    label_set = model_labels(meta, meta_path)
     try:
         config = AutoConfig.from_pretrained(folder / "encoder")
     except (OSError, ValueError) as exc:
@@ -355,6 +361,7 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         AutoModel.from_config(config, dtype=torch.float32),
         head=meta["head"],
         capitalization=bool(meta.get("case_labels")),
+        label_set=label_set,
     )
     weights = folder / "model.safetensors"
     if not weights.is_file():

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.errors import InputError, ParamsError
+from pipeline.labels import PAPERS, LabelSet, model_labels
 
 #: the model's description in a checkpoint or exported folder
 META = "punctuation.json"
@@ -47,12 +48,14 @@ class Prediction:
     case_probabilities: np.ndarray | None = None
     case_names: list[str] | None = None
     cased_words: list[str] = field(default_factory=list)
+    label_set: LabelSet = PAPERS
+    script: str | None = None  # the script whose marks the label set renders (None: its plain ones)
 
     @property
     def text(self) -> str:
         from pipeline.text.labelling import render
 
-        return render(self.cased_words or self.words, self.labels)
+        return render(self.cased_words or self.words, self.labels, self.label_set, self.script)
 
     def records(self, digits: int = 4) -> list[dict]:
         """Per word: the word (cased, with a case head), its label, confidence and distribution."""
@@ -243,7 +246,8 @@ class Punctuator:
         self.slot_filling = bool(sequence.get("slot_filling", False))
         if self.slot_filling and pieces.mask is None:
             raise InputError("slot filling needs a tokenizer with a mask token (tokenizer_config.json names none)")
-        self.label_names = list(meta["labels"])
+        self.label_set = model_labels(meta, META)  # the model's labels, and the marks they render
+        self.label_names = list(self.label_set.labels)
         self.case_names = list(meta["case_labels"]) if meta.get("case_labels") else None
         self.crf = {k: np.asarray(v, np.float64) for k, v in meta["crf"].items()} if meta.get("crf") else None
         self.mixed_case = meta.get("mixed_case") or {}
@@ -254,6 +258,16 @@ class Punctuator:
     @property
     def device(self) -> str:
         return self.runner.device
+
+    @property
+    def script(self) -> str | None:
+        """The script of the language, where the model's label set has marks of its own for it."""
+        if not self.label_set.script_marks:
+            return None
+        from pipeline.text.languages import get_language
+
+        scripts = get_language(self.lang).scripts
+        return scripts[0] if scripts else None
 
     @classmethod
     def load(cls, folder, device: str = "cpu", threads: int = 0, **options) -> Punctuator:
@@ -410,6 +424,8 @@ class Punctuator:
             confidence=probs[np.arange(len(ids)), ids] if len(words) else np.zeros(0),
             probabilities=probs,
             label_names=self.label_names,
+            label_set=self.label_set,
+            script=self.script,
         )
         if self.case_names:
             if len(words):
@@ -465,7 +481,7 @@ class Stream:
         from pipeline.text.labelling import render
 
         shown = (prediction.cased_words or prediction.words)[first : first + count]
-        text = render(shown, prediction.labels[first : first + count])
+        text = render(shown, prediction.labels[first : first + count], prediction.label_set, prediction.script)
         if self.started:
             text = " " + text
         self.started = True

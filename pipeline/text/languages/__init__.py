@@ -7,6 +7,7 @@ another package, an entry point: :mod:`pipeline.text.registry`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections import Counter
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow  # not "as pa": the Punjabi module pipeline.text.languages.pa would shadow it
 
 from pipeline.errors import ParamsError
+from pipeline.labels import DEFAULT_LABEL_SET, LabelSet, label_set
 from pipeline.text.lexicon import PunctuationTable, punctuation_table, word_set
 from pipeline.text.normalize import clean_lines, join_lines, split_exactly, split_lines
 
@@ -54,10 +56,16 @@ class Language:
     #: remove words with letters of none of ``scripts`` (counted; the line is kept)
     drop_other_scripts: bool = False
     notes: str = field(default="", compare=False)
+    #: the label set its marks are labelled in (a built-in's name or a table's path)
+    label_set: str = DEFAULT_LABEL_SET
 
     @property
     def punctuation(self) -> PunctuationTable:
-        return punctuation_table(self.code)
+        return punctuation_table(self.code, self.label_set)
+
+    @property
+    def labels(self) -> LabelSet:
+        return label_set(self.label_set)
 
     @property
     def abbreviations(self) -> frozenset[str]:
@@ -83,14 +91,18 @@ class Language:
 
 
 @functools.cache
-def get_language(code: str, user_dict: str | None = None) -> Language:
-    """The language of ``code``; ``user_dict``: a jieba user dictionary (Mandarin only)."""
+def get_language(code: str, user_dict: str | None = None, labels: str = DEFAULT_LABEL_SET) -> Language:
+    """The language of ``code``; ``user_dict``: a jieba user dictionary (Mandarin only); ``labels``:
+    the label set its marks are labelled in."""
     language = _module(code).LANGUAGE
     if user_dict is not None:
         configure = getattr(_module(code), "with_user_dict", None)
         if configure is None:
             raise ParamsError(f"user_dict: only Mandarin (zh) segments with a user dictionary, not {code!r}")
         language = configure(user_dict)
+    if labels != language.label_set:
+        language = dataclasses.replace(language, label_set=labels)
+        language.punctuation  # noqa: B018 (a label set that lacks a label of the mark table fails here)
     return language
 
 
