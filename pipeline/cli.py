@@ -87,7 +87,7 @@ def _option(parser, flag: str, model, key: str, **kwargs) -> None:
     shows_default(parser.add_argument(flag, dest=key, **kwargs), _default(model, key))
 
 
-def _flag(parser, flag: str, model, key: str, help: str) -> None:
+def _switch(parser, flag: str, model, key: str, help: str) -> None:
     """An on/off option; not given, ``model``'s default for ``key`` holds (a params file's value too)."""
     _option(parser, flag, model, key, action="store_true", default=None, help=help)
 
@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
     _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
-    _flag(
+    _switch(
         align,
         "--force",
         A,
@@ -442,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
     _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
     _option(conf, "--k", C, "k", type=int, help="neighbours per word")
-    _flag(conf, "--keep-stress", C, "keep_stress", "keep English stress digits / Mandarin tones")
+    _switch(conf, "--keep-stress", C, "keep_stress", "keep English stress digits / Mandarin tones")
     _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
@@ -464,12 +464,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     split.add_argument("--ratios", nargs="+", metavar="SPLIT=SHARE", help="shares of documents (train=0.8 ...)")
     split.add_argument("--counts", nargs="+", metavar="SPLIT=DOCS", help="numbers of documents (dev=100 ...)")
-    _flag(split, "--strict", S, "strict", "with --counts: refuse counts the corpora cannot fill (else a warning)")
+    _switch(split, "--strict", S, "strict", "with --counts: refuse counts the corpora cannot fill (else a warning)")
     _option(split, "--seed", S, "seed", type=int, help="seed of the document hash")
-    _flag(split, "--stratify", S, "stratify", "split each stratum (the marks a document has) by the ratios")
+    _switch(split, "--stratify", S, "stratify", "split each stratum (the marks a document has) by the ratios")
     _option(split, "--min-sentences", S, "min_sentences", type=int, help="keep documents with more sentences")
     _option(split, "--min-marks", S, "min_marks", type=int, help="keep segments with at least this many marks")
-    _flag(
+    _switch(
         split,
         "--drop-train-duplicates",
         S,
@@ -525,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     _option(train, "--max-len", Q, "max_len", type=int, help="tokens per sequence of the dataset")
     _option(train, "--mode", Q, "mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut")
     _option(train, "--stride", Q, "stride", type=int, help="tokens shared by consecutive chunks")
-    _flag(train, "--slot-filling", Q, "slot_filling", "labels at <mask> positions (Rao 2022)")
+    _switch(train, "--slot-filling", Q, "slot_filling", "labels at <mask> positions (Rao 2022)")
     train.set_defaults(func=_train)
 
     punct = commands.add_parser(
