@@ -234,7 +234,15 @@ def test_training_heads_metadata_and_scores_follow_the_set(dataset, tmp_path):
     # the punctuator reads the names and marks from the model's metadata: Hindi's PERIOD is the danda
     punctuator = Punctuator.load(tmp_path / "model", lang="hi")
     assert punctuator.label_names == list(extended.labels) and punctuator.script == "Devanagari"
-    prediction = punctuator.predict(["यह", "एक", "वाक्य", "है"])
+    words = ["यह", "एक", "वाक्य", "है"]
+    prediction = punctuator.predict(words)
+    # exported to ONNX, the model keeps its set: the same names, and the same labels predicted
+    from pipeline.training.onnx import export_model
+
+    export_model(tmp_path / "model", tmp_path / "onnx")
+    exported = Punctuator.load(tmp_path / "onnx", lang="hi")
+    assert exported.label_names == list(extended.labels) and exported.script == "Devanagari"
+    assert exported.predict(words).labels == prediction.labels
     prediction.labels[-1] = "PERIOD"
     assert prediction.text.endswith("है।")
     # a checkpoint whose labels do not match its label set is refused, naming the file
