@@ -560,12 +560,17 @@ def build_parser() -> argparse.ArgumentParser:
         "export-model",
         help="export a trained model for ONNX Runtime",
         description="Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
-        "axes, optionally with int8 weights (ONNX Runtime dynamic quantization); the tokenizer and the labels "
-        "travel with it.  punctuate --model OUT then runs it without torch.",
+        "axes, fused by ONNX Runtime's transformer optimizer, optionally with int8 weights (8-bit blocks, int8 "
+        "products); the tokenizer and the labels travel with it.  punctuate --model OUT then runs it without "
+        "torch.",
     )
     exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
     exported.add_argument("--format", required=True, choices=["onnx"], help="the runtime's format")
-    exported.add_argument("--int8", action="store_true", help="int8 weights (dynamic quantization)")
+    exported.add_argument(
+        "--int8",
+        action="store_true",
+        help="int8 weights in blocks of 128 and int8 products (ONNX Runtime 1.22 or later)",
+    )
     exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
     exported.set_defaults(func=_export_model)
     return parser

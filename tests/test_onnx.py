@@ -93,14 +93,19 @@ def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
     import onnx
 
     folder = exported / "linear-int8"
-    settings = json.loads((folder / "punctuation.json").read_text())["onnx"]["quantization"]
-    assert settings["weight_type"] == "int8" and settings["op_types"] == ["MatMul"]
-    excluded = settings["excluded_nodes"]
-    assert any("classifier" in n for n in excluded) and any("layer.1/output/dense" in n for n in excluded)
-    assert not any("attention" in n for n in excluded)
+    entry = json.loads((folder / "punctuation.json").read_text())["onnx"]
+    settings = entry["quantization"]
+    assert settings["weight_type"] == "int8" and settings["operator"] == "MatMulNBits"
+    assert settings["block_size"] == 128 and settings["fp32_nodes"] == []
+    assert any("classifier" in n for n in settings["excluded_nodes"])
+    assert not any("attention" in n for n in settings["excluded_nodes"])
     graph = onnx.load(str(folder / "model.onnx")).graph
-    ops = {n.op_type for n in graph.node}
-    assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops
+    ops = [n.op_type for n in graph.node]
+    # every encoder product int8 (K of 32 or 64: blocks of K), the attention's projections too
+    quantized = [n for n in graph.node if n.op_type == "MatMulNBits"]
+    blocks = {a.i for n in quantized for a in n.attribute if a.name == "block_size"}
+    assert len(quantized) == 2 * 6 and blocks == {32, 64}
+    assert "MatMulInteger" not in ops and "SkipLayerNormalization" in ops and entry["fused"]
     heads = [n for n in graph.node if "classifier" in n.name]
     assert heads and all(n.op_type in ("MatMul", "Gemm", "Add") for n in heads)  # left in fp32
     torch_p = Punctuator.load(exported / "linear", window=60, overlap=15)
