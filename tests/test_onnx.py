@@ -201,3 +201,14 @@ def test_export_model_has_help(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "usage: punct-corpora export-model" in out and "--int8" in out
+
+
+def test_export_model_says_one_line(checkpoints, tmp_path):
+    """The optimizer's and quantizer's own progress messages stay out of the command's output."""
+    argv = ["export-model", "--model", str(checkpoints / "linear"), "--format", "onnx", "--int8"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", *argv, "--out", str(tmp_path / "int8")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert len(lines) == 1 and lines[0].startswith("export-model: "), lines

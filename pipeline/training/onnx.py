@@ -115,7 +115,8 @@ def fuse_graph(source: Path, target: Path, model=None, attention: bool = True) -
             optimization_options=options,
         )
         fused.save_model_to_file(str(target))
-    return {k: v for k, v in sorted(fused.get_fused_operator_statistics().items()) if v}
+        statistics = fused.get_fused_operator_statistics()  # logs them too
+    return {k: v for k, v in sorted(statistics.items()) if v}
 
 
 class _quiet:
