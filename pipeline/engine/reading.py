@@ -246,7 +246,7 @@ def _read_whole(file) -> pa.Table:
 
 def read_segments(path: str | os.PathLike) -> pa.Table:
     """A whole segment dataset (a file, or a folder of parts) in memory: for small data and tests;
-    the stages stream (:func:`iter_batches`)."""
+    the stages stream, their parts checked (:func:`pipeline.engine.dataset.iter_batches`)."""
     tables = [conform_segments(_read_whole(file), file) for file in parquet_files(path)]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
@@ -261,12 +261,6 @@ def require_columns(reader: pq.ParquetFile, columns, path) -> None:
     missing = [c for c in columns or () if c not in reader.schema_arrow.names]
     if missing:
         raise InputError(f"{path}: not a table of this kind: no column {', '.join(map(repr, missing))}")
-
-
-def iter_batches(path: str | os.PathLike, columns: list[str] | None = None, batch_size: int = 65_536):
-    """Record batches of a dataset (file or folder of parts), streamed: memory is one batch."""
-    for file in parquet_files(path):
-        yield from batches_of(open_parquet(file), file, columns=columns, batch_size=batch_size)
 
 
 def batches_of(reader: pq.ParquetFile, path, columns: list[str] | None = None, batch_size: int = 65_536):
