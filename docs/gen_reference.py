@@ -87,10 +87,16 @@ def _markdown(text: str) -> str:
     return "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
 
 
+def _own_docstring(obj) -> str:
+    """``obj``'s docstring, cleaned; a class's own only (not one inherited from pydantic's BaseModel)."""
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    return inspect.cleandoc(doc) if doc else ""
+
+
 def _own_doc(cls: type) -> str:
-    """A class's own docstring (not one inherited from pydantic's BaseModel)."""
-    doc = cls.__dict__.get("__doc__") or ""
-    return _markdown(inspect.cleandoc(doc).split("\n\n")[0]) if doc else ""
+    """The first paragraph of a class's own docstring, as Markdown."""
+    doc = _own_docstring(cls)
+    return _markdown(doc.split("\n\n")[0]) if doc else ""
 
 
 def _description(model: type, name: str, info) -> str:
@@ -445,9 +451,7 @@ def library_page() -> tuple[str, list[str]]:
         if path.is_dir() and public:
             rows = []
             for attr in public:
-                obj = getattr(module, attr)
-                own = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
-                first = _first_paragraph(inspect.cleandoc(own) if own else "")
+                first = _first_paragraph(_own_docstring(getattr(module, attr)))
                 if not first:
                     missing.append(f"pipeline.{name}.{attr} (no docstring)")
                 rows.append(f"| `{attr}` | {_doc_markdown(first).replace('|', '&#124;')} |")

@@ -1,8 +1,10 @@
 """The engine: how work is cut into shards and run, and how files are read and written.
 
-It knows nothing of text, labels or training.  ``executor`` is the one place that owns parallelism
-(inline, a local process pool, Dask); ``step`` is the contract of a step (what it keeps, what it
-drops and why); ``dataset`` cuts a segment dataset into shards of whole documents; ``textfiles``
+It knows nothing of text or training, and of labels only the label set a dataset's manifest
+records.  ``executor`` is the one place that owns parallelism (inline, a local process pool,
+Dask); ``step`` is the contract of a step (what it keeps, what it drops and why); ``dataset``
+checks a dataset's parts against its manifest, refuses datasets of two label sets together and
+cuts a segment dataset into shards of whole documents; ``textfiles``
 cuts text files into shards of lines; ``hashsets`` counts hashes across shards; ``location``,
 ``reading`` and ``writing`` are the only modules that touch files (paths and URLs, strict
 inputs, the atomic output transaction).
