@@ -21,9 +21,15 @@ Importing the package changes nothing in the process (the entry points set the e
 need: :func:`pipeline.entrypoint.prepare_process`).
 """
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("punct-corpora")
-except PackageNotFoundError:  # a checkout run without installing it
-    __version__ = "0+unknown"
+def __getattr__(name: str):
+    # read from the installed metadata on first use: importlib.metadata costs a command's start-up
+    # (punctuate's) more than the rest of the package's import
+    if name != "__version__":
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("punct-corpora")
+    except PackageNotFoundError:  # a checkout run without installing it
+        return "0+unknown"

@@ -9,14 +9,21 @@ heavier than the params schema is imported before a command runs.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from pipeline import params as P
-from pipeline.engine.executor import ENGINES
-from pipeline.entrypoint import ArgumentParser, add_logging_options, run, setup_logging, shows_default
+from pipeline.entrypoint import (
+    ArgumentParser,
+    add_logging_options,
+    run,
+    setup_logging,
+    shows_default,
+)
 from pipeline.errors import ParamsError
+
+if TYPE_CHECKING:
+    from pipeline.params import EngineParams
 
 #: corpus-entry keys that have a flag of their own (others: --option KEY=VALUE)
 _FLAGS = {
@@ -37,6 +44,8 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
     """``model`` (a params schema) from the options given on the command line (``{key: (flag,
     value)}``, None: not given, so the schema's default holds) and ``fixed`` values; a problem is
     worded as in a params file, naming the flag instead of the key."""
+    from pipeline import params as P
+
     data = {**fixed, **{key: value for key, (_, value) in options.items() if value is not None}}
     try:
         return P.validate(model, data, None)
@@ -47,14 +56,20 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
         raise P.ParamsError(f"{flag}{dot}{rest}: {problem}") from None
 
 
-def _engine(args, **flags) -> P.EngineParams:
+def _engine(args, **flags) -> EngineParams:
     """The engine options (``--engine``, ``--workers``, ...) over the engine section's defaults."""
+    from pipeline import params as P
+
     given = {key: (flag, getattr(args, key)) for key, flag in flags.items()}
     return _checked(P.EngineOverride, given).over(P.EngineParams())
 
 
 def _reader_options(args):
     """The corpus entry the flags describe, checked by the reader's schema (as a params entry is)."""
+    import yaml
+
+    from pipeline import params as P
+
     if problem := P.reader_problem(args.reader):
         raise P.ParamsError(f"--reader: {problem}")
     entry: dict = {"reader": args.reader, "lang": args.lang, "input": "-"}
@@ -93,6 +108,9 @@ def _switch(parser, flag: str, model, key: str, help: str) -> None:
 
 
 def _engine_options(parser, *keys: str) -> None:
+    from pipeline import params as P
+    from pipeline.engine.executor import ENGINES
+
     helps = {
         "engine": "local worker processes, or dask.distributed ($PUNCT_DASK_SCHEDULER for a cluster)",
         "workers": "worker processes (0: one per core)",
@@ -105,6 +123,8 @@ def _engine_options(parser, *keys: str) -> None:
 
 def _key_values(items, flag: str) -> dict:
     """``KEY=VALUE`` items as a mapping, each value read as YAML (``0.8`` a number)."""
+    import yaml
+
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -139,6 +159,7 @@ _ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "wor
 def _align_side(args, side: str):
     """One side of ``align`` from its flags: the reader (none: a segment dataset), ``--doc-boundary``
     where that reader takes it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
+    from pipeline import params as P
     from pipeline.align.inputs import SEGMENTS, Side
 
     reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
@@ -150,6 +171,7 @@ def _align_side(args, side: str):
 
 
 def _align(args) -> dict:
+    from pipeline import params as P
     from pipeline.operations.align import align_sides
 
     if args.pairs is not None and args.pair_by is None:
@@ -171,6 +193,7 @@ _CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
 
 
 def _confusables(args) -> dict:
+    from pipeline import params as P
     from pipeline.operations.confusables import confusables
 
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _CONFUSABLES_OPTIONS}
@@ -197,6 +220,7 @@ def _dataset_name(path: str) -> str:
 
 
 def _split(args) -> dict:
+    from pipeline import params as P
     from pipeline.operations.split import split, split_entry
 
     given = [f"--{k.replace('_', '-')}" for k in (*_SPLIT_OPTIONS, "fixed") if getattr(args, k) is not None]
@@ -254,6 +278,7 @@ _SEQUENCE_OPTIONS = ("max_len", "mode", "stride", "slot_filling")
 
 
 def _train(args) -> dict:
+    from pipeline import params as P
     from pipeline.engine import location
     from pipeline.operations.train import train_config
 
@@ -298,30 +323,11 @@ def _export_model(args) -> None:
     export_model(args.model, args.out, args.format, int8=args.int8)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _ingest_options(ingest) -> None:
+    from pipeline import params as P
     from pipeline.ingest import readers
     from pipeline.text.languages import available_languages
 
-    parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
-    add_logging_options(parser)  # -v before the command, too
-    common = argparse.ArgumentParser(add_help=False)
-    add_logging_options(common, default=argparse.SUPPRESS)
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    class _Commands:
-        """Every command takes -v/-q."""
-
-        def add_parser(self, name, **kwargs):
-            return subparsers.add_parser(name, parents=[common], **kwargs)
-
-    commands = _Commands()
-
-    ingest = commands.add_parser(
-        "ingest",
-        help="read a corpus into a segment dataset",
-        description="Read INPUT files (or the files of INPUT folders) with a reader, normalize and label them, "
-        "write a segment dataset (a folder of Parquet parts) and, with --stats, its counts.",
-    )
     ingest.add_argument("--reader", required=True, help=f"input format ({', '.join(sorted(readers()))})")
     ingest.add_argument("--lang", required=True, help=f"language code ({', '.join(available_languages())})")
     ingest.add_argument("--corpus", required=True, help="dataset name stored in every row")
@@ -358,15 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--stats", help="also write read/drop counts as JSON here")
     ingest.set_defaults(func=_ingest)
 
+
+def _audit_options(audit) -> None:
     from pipeline.operations.audit import DRIFT_THRESHOLD
 
-    audit = commands.add_parser(
-        "audit",
-        help="label distributions, lengths, drift and leakage",
-        description="Write DIR/audit.json (per dataset and split: words, label and case counts and shares, "
-        "sentence and segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, case_shares.csv, "
-        "sentence_lengths.csv, audit.html and table1.md.",
-    )
     audit.add_argument("inputs", nargs="+", metavar="DATASET", help="segment datasets (folders or .parquet files)")
     audit.add_argument("--out", required=True, metavar="DIR", help="output folder of the audit's files")
     audit.add_argument("--markdown", action="store_true", help="also print Table 1 (Alam 2020 layout) as Markdown")
@@ -376,14 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
     _engine_options(audit, "engine", "workers")
     audit.set_defaults(func=_audit)
 
-    align = commands.add_parser(
-        "align",
-        help="transfer reference punctuation onto ASR hypotheses",
-        description="Align reference and hypothesis words per document by edit distance and move each "
-        "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  Each side is a file read "
-        "by a reader (ingested first) or a segment dataset; documents pair by id, by order or by a pairs "
-        "file, and every document left unpaired is reported.  The same sharded code as the align stage.",
-    )
+
+def _align_options(align) -> None:
+    from pipeline import params as P
+
     align.add_argument("--ref", required=True, help="reference (punctuated) file(s), or a segment dataset")
     align.add_argument(
         "--ref-reader", help="reader of the reference (default: none, --ref is a segment dataset: .parquet or folder)"
@@ -431,13 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
 
+
+def _confusables_options(conf) -> None:
+    from pipeline import params as P
+
     C = P.ConfusablesParams
-    conf = commands.add_parser(
-        "confusables",
-        help="top-k phoneme-edit-distance neighbours of a vocabulary",
-        description="For every vocabulary word, the k other words closest by Levenshtein distance over "
-        "phoneme sequences (exact; ties by distance then word; homophones flagged).",
-    )
     conf.add_argument("--lang", required=True, help="en (CMUdict + g2p-en), ms, zh, or an Indic code")
     conf.add_argument("--vocab", required=True, help="one word per line, or a segment dataset")
     _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
@@ -448,14 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
 
+
+def _split_options(split) -> None:
+    from pipeline import params as P
+
     S = P.SplitParams
-    split = commands.add_parser(
-        "split",
-        help="document-level train/dev/test splits of segment datasets",
-        description="Split SEGMENTS (segment datasets, each named by its file name) into train, dev and test by a "
-        "seeded hash of the document id, as the split stage does; the split rule from the options, or from a "
-        "params file's datasets.NAME (--params FILE --dataset NAME).  Writes one dataset and its report.",
-    )
     split.add_argument("inputs", nargs="*", metavar="SEGMENTS", help="segment datasets to split")
     split.add_argument("--params", help="take the split rule and the corpora from this params file")
     split.add_argument("--dataset", help="with --params: the name of the dataset entry")
@@ -484,13 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--report", required=True, help="output report (JSON)")
     split.set_defaults(func=_split)
 
-    export = commands.add_parser(
-        "export",
-        help="write segment datasets in another tool's format",
-        description="tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
-        "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
-        "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
-    )
+
+def _export_options(export) -> None:
     export.add_argument("--format", required=True, choices=["tsv", "nemo", "hf"], help="the other tool's format")
     export.add_argument("--case-column", action="store_true", help="tsv: a third column with the case label")
     export.add_argument(
@@ -503,16 +490,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="DIR", help="output folder (replaced if it exists)")
     export.set_defaults(func=_export)
 
+
+def _train_options(train) -> None:
+    from pipeline import params as P
+
     Q = P.SequencesParams
-    train = commands.add_parser(
-        "train",
-        help="train and score a punctuation model on a dataset folder",
-        description="Train the model a YAML file of train keys describes (a train.NAME entry of params.yaml "
-        "written alone) on a dataset folder the dataset stages wrote (sequences.parquet, tokenizer/, "
-        "oversampled.parquet), as the train stage does; save the best model to --out, score it on test and dev, "
-        "write the metrics JSON and the steps and confusion CSVs.  The sequence options must be those the "
-        "dataset's sequences were built with.",
-    )
     train.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (data/datasets/NAME)")
     train.add_argument("--config", required=True, metavar="FILE", help="YAML file of train keys")
     train.add_argument("--out", required=True, metavar="DIR", help="model output folder")
@@ -528,13 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     _switch(train, "--slot-filling", Q, "slot_filling", "labels at <mask> positions (Rao 2022)")
     train.set_defaults(func=_train)
 
-    punct = commands.add_parser(
-        "punctuate",
-        help="punctuate raw text with a trained model",
-        description="Read text (files or stdin), normalize it as in training, predict one mark per word (and "
-        "its case, for a model with a capitalization head) with overlapping windows batched together, write "
-        "punctuated text.",
-    )
+
+def _punctuate_options(punct) -> None:
     punct.add_argument(
         "--model", required=True, help="checkpoint folder written by the train stage, or one by export-model"
     )
@@ -556,14 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files (default: stdin)")
     punct.set_defaults(func=_punctuate)
 
-    exported = commands.add_parser(
-        "export-model",
-        help="export a trained model for ONNX Runtime",
-        description="Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
-        "axes, fused by ONNX Runtime's transformer optimizer, optionally with int8 weights (8-bit blocks, int8 "
-        "products); the tokenizer and the labels travel with it.  punctuate --model OUT then runs it without "
-        "torch.",
-    )
+
+def _export_model_options(exported) -> None:
     exported.add_argument("--model", required=True, help="checkpoint folder written by the train stage")
     exported.add_argument("--format", required=True, choices=["onnx"], help="the runtime's format")
     exported.add_argument(
@@ -573,12 +544,122 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
     exported.set_defaults(func=_export_model)
+
+
+#: each command: (its add_parser keywords, the function that adds its options)
+COMMANDS = {
+    "ingest": (
+        {
+            "help": "read a corpus into a segment dataset",
+            "description": "Read INPUT files (or the files of INPUT folders) with a reader, normalize and label them, "
+            "write a segment dataset (a folder of Parquet parts) and, with --stats, its counts.",
+        },
+        _ingest_options,
+    ),
+    "audit": (
+        {
+            "help": "label distributions, lengths, drift and leakage",
+            "description": "Write DIR/audit.json (per dataset and split: words, label and case counts and shares, "
+            "sentence and segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, case_shares.csv, "
+            "sentence_lengths.csv, audit.html and table1.md.",
+        },
+        _audit_options,
+    ),
+    "align": (
+        {
+            "help": "transfer reference punctuation onto ASR hypotheses",
+            "description": "Align reference and hypothesis words per document by edit distance and move each "
+            "reference mark to the matching hypothesis gap (Guerreiro et al. 2021).  Each side is a file read "
+            "by a reader (ingested first) or a segment dataset; documents pair by id, by order or by a pairs "
+            "file, and every document left unpaired is reported.  The same sharded code as the align stage.",
+        },
+        _align_options,
+    ),
+    "confusables": (
+        {
+            "help": "top-k phoneme-edit-distance neighbours of a vocabulary",
+            "description": "For every vocabulary word, the k other words closest by Levenshtein distance over "
+            "phoneme sequences (exact; ties by distance then word; homophones flagged).",
+        },
+        _confusables_options,
+    ),
+    "split": (
+        {
+            "help": "document-level train/dev/test splits of segment datasets",
+            "description": "Split SEGMENTS (segment datasets, each named by its file name) into train, dev and "
+            "test by a seeded hash of the document id, as the split stage does; the split rule from the options, "
+            "or from a params file's datasets.NAME (--params FILE --dataset NAME).  Writes one dataset and its "
+            "report.",
+        },
+        _split_options,
+    ),
+    "export": (
+        {
+            "help": "write segment datasets in another tool's format",
+            "description": "tsv: xashru's word<TAB>LABEL (with --case-column a third column, the case label); "
+            "nemo: NeMo's punctuation-capitalization text.txt + labels.txt per split; hf: a Hugging Face "
+            "datasets folder (load_dataset(DIR)) with a dataset card, one split per split name.",
+        },
+        _export_options,
+    ),
+    "train": (
+        {
+            "help": "train and score a punctuation model on a dataset folder",
+            "description": "Train the model a YAML file of train keys describes (a train.NAME entry of params.yaml "
+            "written alone) on a dataset folder the dataset stages wrote (sequences.parquet, tokenizer/, "
+            "oversampled.parquet), as the train stage does; save the best model to --out, score it on test and dev, "
+            "write the metrics JSON and the steps and confusion CSVs.  The sequence options must be those the "
+            "dataset's sequences were built with.",
+        },
+        _train_options,
+    ),
+    "punctuate": (
+        {
+            "help": "punctuate raw text with a trained model",
+            "description": "Read text (files or stdin), normalize it as in training, predict one mark per word (and "
+            "its case, for a model with a capitalization head) with overlapping windows batched together, write "
+            "punctuated text.",
+        },
+        _punctuate_options,
+    ),
+    "export-model": (
+        {
+            "help": "export a trained model for ONNX Runtime",
+            "description": "Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
+            "axes, fused by ONNX Runtime's transformer optimizer, optionally with int8 weights (8-bit blocks, int8 "
+            "products); the tokenizer and the labels travel with it.  punctuate --model OUT then runs it without "
+            "torch.",
+        },
+        _export_model_options,
+    ),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with ``command``, only that command's options are built (each
+    command is still listed): a command's start-up then pays for no other command's schemas."""
+    parser = ArgumentParser(prog="punct-corpora", description="Punctuation-restoration corpus pipeline.")
+    add_logging_options(parser)  # -v before the command, too
+    common = argparse.ArgumentParser(add_help=False)
+    add_logging_options(common, default=argparse.SUPPRESS)  # every command takes -v/-q
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (keywords, add_options) in COMMANDS.items():
+        subparser = subparsers.add_parser(name, parents=[common], **keywords)
+        if command in (None, name):
+            add_options(subparser)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (the top-level options take no value), if it names one."""
+    name = next((arg for arg in argv if not arg.startswith("-")), None)
+    return name if name in COMMANDS else None
 
 
 def main(argv: list[str] | None = None) -> int:
     def inner(argv):
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        args = build_parser(_command_of(argv)).parse_args(argv)
         setup_logging(args)
         args.func(args)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -108,11 +109,28 @@ def prepare_process() -> None:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 
+class Terminated(BaseException):
+    """The run was ended by a signal; a BaseException, so no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signal = signal.Signals(signum)
+
+
+def exit_cleanly_on_signals() -> None:
+    """SIGTERM and SIGHUP end the run through the normal error path, so staging is removed and
+    locks released (SIGKILL cannot be caught: the next run removes what it left)."""
+
+    def handler(signum, _frame):
+        raise Terminated(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
+
+
 def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> int:
     """``main(argv)`` with the error policy of every entry point."""
     prepare_process()
-    from pipeline.engine.writing import Terminated, exit_cleanly_on_signals
-
     exit_cleanly_on_signals()
     try:
         return main(argv) or 0

@@ -24,6 +24,29 @@ def test_commands_listed():
     assert set(COMMANDS) <= set(build_parser()._subparsers._group_actions[0].choices)
 
 
+def test_a_command_builds_only_its_own_options():
+    """A command's parser lists every command but holds only its own options, so punctuate's
+    start-up imports no params schema, reader or pandas; the command is found after -v/-q."""
+    code = """
+import sys
+from pipeline import cli
+parser = cli.build_parser(cli._command_of(["-q", "punctuate", "--model", "m"]))
+args = parser.parse_args(["-q", "punctuate", "--model", "m", "--window", "30"])
+assert (args.window, args.overlap, args.quiet) == (30, 50, True), args
+choices = parser._subparsers._group_actions[0].choices
+assert set(choices) == set(cli.COMMANDS) and not choices["ingest"]._option_string_actions.get("--reader")
+heavy = ("pipeline.params", "pipeline.ingest", "pydantic", "pandas", "yaml")
+print(sorted(m for m in sys.modules if m in heavy))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    from pipeline.cli import _command_of
+
+    assert _command_of(["-v", "ingest", "--reader", "punctuate"]) == "ingest"
+    assert _command_of(["--help"]) is None and _command_of(["no-such-command"]) is None
+
+
 def test_ingest_then_audit(tmp_path, root):
     out = tmp_path / "talks.parquet"
     rc = main(

@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -694,25 +693,6 @@ def write_table(table: pa.Table, path: str | os.PathLike) -> None:
     """A lone Parquet file (a small output such as a confusable vocabulary), atomically."""
     with atomic_path(path) as tmp:
         write_parquet(table, tmp)
-
-
-class Terminated(BaseException):
-    """The run was ended by a signal; a BaseException, so no ``except Exception`` swallows it."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signal = signal.Signals(signum)
-
-
-def exit_cleanly_on_signals() -> None:
-    """SIGTERM and SIGHUP end the run through the normal error path, so staging is removed and
-    locks released (SIGKILL cannot be caught: the next run removes what it left)."""
-
-    def handler(signum, _frame):
-        raise Terminated(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, handler)
 
 
 def upload_folder(local: Path, path) -> None:
