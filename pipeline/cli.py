@@ -540,7 +540,7 @@ def _export_model_options(exported) -> None:
     exported.add_argument(
         "--int8",
         action="store_true",
-        help="int8 weights in blocks of 128 and int8 products (ONNX Runtime 1.22 or later)",
+        help="int8 matrix products, smoothed where a layer norm feeds them (ONNX Runtime 1.22 or later)",
     )
     exported.add_argument("--out", required=True, metavar="DIR", help="output folder")
     exported.set_defaults(func=_export_model)
@@ -626,9 +626,8 @@ COMMANDS = {
         {
             "help": "export a trained model for ONNX Runtime",
             "description": "Export a checkpoint folder (with its case head) to ONNX with dynamic batch and sequence "
-            "axes, fused by ONNX Runtime's transformer optimizer, optionally with int8 weights (8-bit blocks, int8 "
-            "products); the tokenizer and the labels travel with it.  punctuate --model OUT then runs it without "
-            "torch.",
+            "axes, fused by ONNX Runtime's transformer optimizer, optionally with int8 matrix products; the "
+            "tokenizer and the labels travel with it.  punctuate --model OUT then runs it without torch.",
         },
         _export_model_options,
     ),

@@ -95,17 +95,22 @@ def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
     folder = exported / "linear-int8"
     entry = json.loads((folder / "punctuation.json").read_text())["onnx"]
     settings = entry["quantization"]
-    assert settings["weight_type"] == "int8" and settings["operator"] == "MatMulNBits"
-    assert settings["block_size"] == 128 and settings["fp32_nodes"] == []
+    assert settings["weight_type"] == "int8" and settings["method"] == "mixed" and settings["fp32_nodes"] == []
     assert any("classifier" in n for n in settings["excluded_nodes"])
-    assert not any("attention" in n for n in settings["excluded_nodes"])
     graph = onnx.load(str(folder / "model.onnx")).graph
     ops = [n.op_type for n in graph.node]
-    # every encoder product int8 (K of 32 or 64: blocks of K), the attention's projections too
-    quantized = [n for n in graph.node if n.op_type == "MatMulNBits"]
-    blocks = {a.i for n in quantized for a in n.attribute if a.name == "block_size"}
-    assert len(quantized) == 2 * 6 and blocks == {32, 64}
-    assert "MatMulInteger" not in ops and "SkipLayerNormalization" in ops and entry["fused"]
+    # per layer: the attention (its projections fed by a layer norm) and the feed-forward's first
+    # product smoothed and dynamic, the attention's output product dynamic, the second product in blocks
+    assert ops.count("QAttention") == 2 and "Attention" not in ops and "SkipLayerNormalization" in ops
+    assert len(settings["smoothed_nodes"]) == 4 and len(settings["dynamic_nodes"]) == 6
+    assert all("intermediate" in n or n.startswith("Attention") for n in settings["smoothed_nodes"])
+    assert ops.count("MatMulInteger") == 4 and ops.count("Mul") >= 4
+    smoothing = [n for n in graph.node if n.op_type == "Mul" and n.name.endswith("_smoothing")]
+    assert sorted(n.name.removesuffix("_smoothing") for n in smoothing) == settings["smoothed_nodes"]
+    blocked = [n for n in graph.node if n.op_type == "MatMulNBits"]
+    assert sorted(n.name.removesuffix("_int8") for n in blocked) == settings["blockwise_nodes"]
+    assert len(blocked) == 2 and all("/output/dense" in n.name for n in blocked)
+    assert {a.i for n in blocked for a in n.attribute if a.name == "block_size"} == {64}  # K = 64
     heads = [n for n in graph.node if "classifier" in n.name]
     assert heads and all(n.op_type in ("MatMul", "Gemm", "Add") for n in heads)  # left in fp32
     torch_p = Punctuator.load(exported / "linear", window=60, overlap=15)
@@ -212,3 +217,33 @@ def test_export_model_says_one_line(checkpoints, tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = (proc.stdout + proc.stderr).splitlines()
     assert len(lines) == 1 and lines[0].startswith("export-model: "), lines
+
+
+def test_smoothing_keeps_the_fp32_graphs_outputs(exported, tmp_path):
+    """The smoothing divides a product's input channels and multiplies its weight's rows by the same
+    factors: in fp32 the graph gives what it gave; the calibration is seeded and holds real words."""
+    import onnx
+    import onnxruntime as ort
+
+    from pipeline.training.onnx import INT8, _heads, _products, _smooth, calibration_feeds, input_ranges
+
+    folder = exported / "linear-onnx"
+    tokenizer = folder / "tokenizer" / "tokenizer.json"
+    feeds = calibration_feeds(tokenizer, 64, sequences=6, seed=0)
+    again = calibration_feeds(tokenizer, 64, sequences=6, seed=0)
+    assert all((a["input_ids"] == b["input_ids"]).all() for a, b in zip(feeds, again, strict=True))
+    assert [f["input_ids"].shape for f in feeds] == [(4, 64), (2, 64)]
+    assert not (feeds[0]["input_ids"] == 100).any()  # no [UNK]: every word is the vocabulary's
+    model = onnx.load(str(folder / "model.onnx"))
+    plan = _products(model.graph, set(_heads(model.graph)))
+    smoothed = sorted(n for n, how in plan.items() if how == "smoothed")
+    assert len(smoothed) == 4  # per layer: the attention and the feed-forward's first product
+    inputs = {n.name: n.input[0] for n in model.graph.node if n.input}
+    ranges = input_ranges(model, sorted({inputs[n] for n in smoothed}), feeds)
+    assert all(r.shape == (32,) and (r > 0).all() for r in ranges.values())
+    _smooth(model, smoothed, ranges, INT8["alpha"])
+    before = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    after = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feed = calibration_feeds(tokenizer, 64, sequences=3, seed=1)[0]
+    for a, b in zip(before.run(None, feed), after.run(None, feed), strict=True):
+        assert np.allclose(a, b, atol=1e-4), np.abs(a - b).max()

@@ -13,12 +13,26 @@ transformer optimizer (attention, embedding and skip layer norms, bias + GELU: O
 operators, so the file runs in ONNX Runtime only): the exporter's graph of torch's SDPA attention
 matches none of its attention fusions.
 
-With ``int8`` the encoder's matrix products hold int8 weights in blocks of ``block_size`` along
-the input axis, one scale per block (ONNX Runtime's ``MatMulNBits`` with 8 bits); at run time
-the activations are quantized to int8 in blocks of the same size (``accuracy_level`` 4) and the
-products are int8.  Dynamic quantization (``MatMulInteger``, one activation scale per batch) is
-faster, but one scale for a whole batch rounds the activations coarsely and changes more labels
-(``benchmarks/bench_inference.py`` compares them).  The classifier heads stay fp32.
+With ``int8`` each matrix product of the encoder holds int8 weights, by what feeds it:
+
+- a product fed by a layer norm (the attention's projections, the feed-forward's first product)
+  quantizes its input at run time with one scale for the whole batch (ONNX Runtime's dynamic
+  quantization: ``QAttention``, ``DynamicQuantizeMatMul``, int8 products with VNNI).  A layer
+  norm's output has a few channels tens of times larger than the rest, which one scale would round
+  coarsely, so these products are first *smoothed* (SmoothQuant, Xiao et al. 2023): the input's
+  channel ``j`` is divided by ``s_j = a_j ** alpha / w_j ** (1 - alpha)`` and the weight's row
+  ``j`` multiplied by it, ``a_j`` the channel's largest magnitude and ``w_j`` the row's.  The
+  product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``a_j`` is
+  measured without data: the fp32 graph is run on sequences of words drawn (seeded) from the
+  tokenizer's vocabulary, since a model's large channels are the same whatever the text;
+- a product fed by the attention keeps the same dynamic quantization, unsmoothed;
+- any other (the feed-forward's second product, fed by the GELU, whose output one scale does
+  not hold well) holds its weights in blocks of up to ``block_size`` along the input axis, one
+  scale per block (``MatMulNBits`` with 8 bits); its input is quantized per block at run time
+  (``accuracy_level`` 4), slower than the dynamic products but closer.
+
+The classifier heads stay fp32.  ``benchmarks/bench_inference.py`` compares this with blocks
+everywhere and with dynamic quantization everywhere.
 """
 
 from __future__ import annotations
@@ -136,22 +150,42 @@ def _heads(graph) -> list[str]:
     return [n.name for n in graph.node if "classifier" in n.name or "/lstm" in n.name or "/crf" in n.name]
 
 
-def quantize_int8(source: Path, target: Path, **overrides) -> dict:
-    """``source`` with int8 weights at ``target``; what was quantized (recorded in punctuation.json).
-    ``overrides`` change the settings (the benchmark compares them): ``method`` ``dynamic`` is
-    ONNX Runtime's dynamic quantization, with ``op_types``, ``per_channel`` and ``reduce_range``."""
+#: what an int8 export is, unless the benchmark overrides it (see the module doc)
+INT8 = {
+    "method": "mixed",
+    "weight_type": "int8",
+    "alpha": 0.65,
+    "calibration": {"sequences": 32, "seed": 0},
+    "block_size": 512,
+    "accuracy_level": 4,
+}
+#: the operators whose output is a layer norm's (an input the dynamic products smooth)
+LAYER_NORMS = frozenset(
+    {
+        "LayerNormalization",
+        "SkipLayerNormalization",
+        "EmbedLayerNormalization",
+        "SimplifiedLayerNormalization",
+        "SkipSimplifiedLayerNormalization",
+    }
+)
+
+
+def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max_len: int = 128, **overrides) -> dict:
+    """``source`` (a fused fp32 graph) with int8 weights at ``target``; what was quantized, and how
+    (recorded in punctuation.json).  ``tokenizer`` (a ``tokenizer.json``) and ``max_len`` give the
+    calibration sequences of the smoothing.  ``overrides`` change :data:`INT8` (the benchmark
+    compares them): ``alpha`` 0 smooths nothing; ``method`` ``blockwise`` quantizes every product
+    in blocks; ``dynamic`` is ONNX Runtime's dynamic quantization of every product (``op_types``,
+    ``per_channel``, ``reduce_range``)."""
     import onnx
 
     graph = onnx.load(str(source), load_external_data=False).graph
-    settings: dict = {
-        "method": "blockwise",
-        "operator": "MatMulNBits",
-        "weight_type": "int8",
-        "block_size": 128,
-        "accuracy_level": 4,
-        "excluded_nodes": sorted(_heads(graph)),
-    }
-    if overrides.get("method") == "dynamic":
+    settings: dict = {**INT8, "excluded_nodes": sorted(_heads(graph))}
+    if overrides.get("method") == "blockwise":
+        settings = {"method": "blockwise", "weight_type": "int8", "block_size": 128, "accuracy_level": 4}
+        settings["excluded_nodes"] = sorted(_heads(graph))
+    elif overrides.get("method") == "dynamic":
         settings = {
             "method": "dynamic",
             "operator": "MatMulInteger",
@@ -159,15 +193,151 @@ def quantize_int8(source: Path, target: Path, **overrides) -> dict:
             "op_types": ["MatMul"],
             "per_channel": True,
             "reduce_range": False,
-            "excluded_nodes": settings["excluded_nodes"],
+            "excluded_nodes": sorted(_heads(graph)),
         }
     settings.update(overrides)
     with _quiet():
         if settings["method"] == "dynamic":
             _quantize_dynamic(source, target, settings)
-        else:
+        elif settings["method"] == "blockwise":
             settings["fp32_nodes"] = _quantize_blockwise(source, target, settings)
+        else:
+            _quantize_mixed(source, target, settings, tokenizer, max_len)
     return settings
+
+
+def _products(graph, excluded) -> dict[str, str]:
+    """Each matrix product of a constant weight outside ``excluded`` (node name), with how it is
+    quantized: ``smoothed`` (fed by a layer norm), ``dynamic`` (fed by the attention) or
+    ``blockwise`` (anything else)."""
+    weights = {t.name for t in graph.initializer}
+    producer = {out: node.op_type for node in graph.node for out in node.output}
+    plan = {}
+    for node in graph.node:
+        if node.op_type not in ("MatMul", "Attention") or node.input[1] not in weights or node.name in excluded:
+            continue
+        feeder = producer.get(node.input[0], "")
+        plan[node.name] = "smoothed" if feeder in LAYER_NORMS else "dynamic" if feeder == "Attention" else "blockwise"
+        if node.op_type == "Attention" and plan[node.name] == "blockwise":
+            plan[node.name] = "dynamic"  # an Attention's projections are quantized whole, or not at all
+    return plan
+
+
+def calibration_feeds(tokenizer: Path, max_len: int, sequences: int, seed: int, batch: int = 4) -> list[dict]:
+    """Inputs of the graph with no data: ``sequences`` texts of words drawn at random (``seed``)
+    from the tokenizer's vocabulary (entries that are letters once stripped of a word-piece mark),
+    each tokenized and cut to ``max_len`` tokens, in batches of ``batch``."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer))
+    tok.no_padding()
+    tok.enable_truncation(max_len)
+    words = sorted({w.lstrip("#\u2581\u0120") for w in tok.get_vocab(with_added_tokens=False)} - {""})
+    words = [w for w in words if w.isalpha()]
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(words, size=max_len)) for _ in range(sequences)]
+    feeds = []
+    for start in range(0, len(texts), batch):
+        ids = [e.ids for e in tok.encode_batch(texts[start : start + batch])]
+        width = max(map(len, ids))
+        input_ids = np.zeros((len(ids), width), np.int64)
+        mask = np.zeros_like(input_ids)
+        for row, seq in enumerate(ids):
+            input_ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
+        feeds.append({"input_ids": input_ids, "attention_mask": mask})
+    return feeds
+
+
+def input_ranges(model, names: list[str], feeds: list[dict]) -> dict:
+    """The largest magnitude of each channel (last axis) of the tensors ``names`` of ``model`` (an
+    ONNX ModelProto, left unchanged) over the real tokens of ``feeds``."""
+    import copy
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    probe = copy.deepcopy(model)
+    for name in names:
+        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1  # the same sums in the same order on any machine: the same export
+    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ranges: dict = {}
+    for feed in feeds:
+        real = feed["attention_mask"].astype(bool)
+        for name, value in zip(names, session.run(names, feed), strict=True):
+            largest = np.abs(value[real]).max(axis=0)
+            ranges[name] = np.maximum(ranges[name], largest) if name in ranges else largest
+    return ranges
+
+
+def _smooth(model, nodes: list[str], ranges: dict, alpha: float) -> None:
+    """The products ``nodes`` of ``model`` smoothed in place (see the module doc)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    weights = {t.name: t for t in graph.initializer}
+    chosen, rebuilt = set(nodes), []
+    for node in graph.node:
+        if node.name in chosen:
+            w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float32)
+            a = np.maximum(ranges[node.input[0]], 1e-5)
+            s = (a**alpha / np.maximum(np.abs(w).max(axis=1), 1e-5) ** (1 - alpha)).astype(np.float32)
+            weights[node.input[1]].CopyFrom(numpy_helper.from_array(w * s[:, None], node.input[1]))
+            divisor = f"{node.name}_smoothing"
+            graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32), divisor))
+            smoothed = f"{node.name}_smoothed_input"
+            rebuilt.append(helper.make_node("Mul", [node.input[0], divisor], [smoothed], name=divisor))
+            node.input[0] = smoothed
+        rebuilt.append(node)
+    del graph.node[:]
+    graph.node.extend(rebuilt)
+
+
+def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path | None, max_len: int) -> None:
+    import onnx
+
+    model = onnx.load(str(source))
+    plan = _products(model.graph, set(settings["excluded_nodes"]))
+    smoothed = sorted(n for n, how in plan.items() if how == "smoothed")
+    dynamic = sorted(n for n, how in plan.items() if how != "blockwise")
+    if settings["alpha"] and smoothed:
+        if tokenizer is None:
+            raise ValueError("smoothing needs the tokenizer of its calibration sequences")
+        inputs = {n.name: n.input[0] for n in model.graph.node if n.input}
+        calibration = settings["calibration"]
+        feeds = calibration_feeds(tokenizer, max_len, calibration["sequences"], calibration["seed"])
+        ranges = input_ranges(model, sorted({inputs[n] for n in smoothed}), feeds)
+        _smooth(model, smoothed, ranges, settings["alpha"])
+    else:
+        smoothed = []
+    settings.update(smoothed_nodes=smoothed, dynamic_nodes=dynamic)
+    work = target.with_name(target.name + ".smoothed.onnx")
+    dynamic_out = target.with_name(target.name + ".dynamic.onnx")
+    try:
+        onnx.save(model, str(work))
+        del model
+        everything_else = sorted(set(plan) - set(dynamic)) + settings["excluded_nodes"]
+        _quantize_dynamic(
+            work,
+            dynamic_out,
+            {
+                "op_types": ["MatMul", "Attention"],
+                "per_channel": True,
+                "reduce_range": False,
+                "excluded_nodes": everything_else,
+            },
+        )
+        settings["blockwise_nodes"] = sorted(n for n, how in plan.items() if how == "blockwise")
+        settings["fp32_nodes"] = _quantize_blockwise(dynamic_out, target, settings)
+    finally:
+        for path in (work, dynamic_out):
+            path.unlink(missing_ok=True)
 
 
 def _quantize_dynamic(source: Path, target: Path, settings: dict) -> None:
@@ -274,9 +444,11 @@ def export_model(model_dir, out, fmt: str = "onnx", int8: bool = False) -> dict:
             plain, fused = work / "plain.onnx", (work if int8 else folder) / ONNX_FILE
             names = export_graph(model, plain)
             entry = {"file": ONNX_FILE, "opset": OPSET, "outputs": names, "quantization": None}
-            entry["fused"] = fuse_graph(plain, fused, model, attention=not int8)
+            entry["fused"] = fuse_graph(plain, fused, model)
             if int8:
-                entry["quantization"] = quantize_int8(fused, folder / ONNX_FILE)
+                tokenizer = model_dir / "tokenizer" / "tokenizer.json"
+                max_len = int((meta.get("sequence") or {}).get("max_len", 128))
+                entry["quantization"] = quantize_int8(fused, folder / ONNX_FILE, tokenizer, max_len)
             shutil.copytree(model_dir / "tokenizer", folder / "tokenizer")
         except OSError as exc:
             raise OutputError(f"{out}: cannot write the exported model ({exc.strerror or exc})") from None
