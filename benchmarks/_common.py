@@ -83,10 +83,12 @@ def save_results(
     columns: list[str],
     rows: list[list],
     metrics: dict,
+    notes: list[str] | None = None,
 ) -> Path:
     """``benchmarks/results/NAME.json``: one run's table with its machine, commit, date and the baseline
     measured in the same run.  ``python benchmarks/report.py`` turns the files into docs/benchmarks.md;
-    a later run replaces the file (git keeps the earlier ones)."""
+    a later run replaces the file (git keeps the earlier ones).  ``notes``: lines shown under the
+    table (a target and whether this run met it)."""
     import datetime
     import json
 
@@ -103,6 +105,8 @@ def save_results(
         "rows": [[str(cell) for cell in row] for row in rows],
         "metrics": metrics,
     }
+    if notes:
+        result["notes"] = list(notes)
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -80,6 +80,9 @@ def render() -> str:
         for row in r["rows"]:
             out.append("| " + " | ".join(_cell(c) for c in row) + " |\n")
         out.append("\n")
+        if r.get("notes"):
+            out.extend(f"- {note}\n" for note in r["notes"])
+            out.append("\n")
     saved = {results[n]["script"] for n in names}
     scripts = sorted(f"benchmarks/{p.name}" for p in (ROOT / "benchmarks").glob("bench_*.py"))
     unsaved = [s for s in scripts if s not in saved]
