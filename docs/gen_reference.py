@@ -41,6 +41,7 @@ STAGES = [
     "sequences",
     "export",
     "train",
+    "export_model",
     "audit",
     "dvc_yaml",
 ]

@@ -7,8 +7,8 @@ file, the key path and what is wrong (:class:`ParamsError`); the stages print it
 
 Sections: ``corpora`` (one entry per corpus; the keys a reader takes are its ``Options``),
 ``alignments``, ``confusables``, ``datasets`` (``split``, ``oversample``, ``sequences``,
-``export``), ``train``, and ``engine`` (how stages run: it changes no output, so no stage
-depends on it).
+``export``), ``train``, ``export_model`` (deployable copies of trained models), and ``engine``
+(how stages run: it changes no output, so no stage depends on it).
 """
 
 from __future__ import annotations
@@ -320,6 +320,13 @@ class DatasetParams(Section):
     engine: EngineOverride | None = _field(None, "engine keys for this dataset's stages")
 
 
+class ModelExportParams(Section):
+    """A trained model exported for a runtime (``export_model.<train entry>``)."""
+
+    format: Literal["onnx"] = _field("onnx", "the runtime's format (models/<name>-onnx/)")
+    int8: bool = _field(False, "int8 matrix products (see export-model --int8)")
+
+
 def _train_model():
     """TrainParams, imported by name only when a train entry is checked: the other stages neither run
     nor depend on (in dvc.yaml) the training schema."""
@@ -334,6 +341,7 @@ class Params(Section):
     confusables: dict[str, ConfusablesParams] = {}
     datasets: dict[str, DatasetParams] = {}
     train: dict[str, dict] = {}
+    export_model: dict[str, ModelExportParams] = {}
     engine: EngineParams = EngineParams()
 
     # validated in load(): each corpus entry by its reader's model, each train entry by TrainParams
@@ -612,3 +620,5 @@ def _check_references(params: Params, where: str) -> None:
             f"train.{name}.dataset",
             "a dataset",
         )
+    for name in params.export_model:
+        need(name, params.train, f"export_model.{name}", "a train entry")

@@ -361,6 +361,15 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
                 ],
             },
         )
+    for name, entry in params.export_model.items():
+        model, exported = f"{layout.models}/{name}", f"{layout.models}/{name}-{entry.format}"
+        stage(
+            f"export-model-{name}",
+            command("stages.export_model", name, "--params", p, "--model", model, "--out", exported),
+            _deps([model], closure("stages.export_model")),
+            [exported],
+            [f"export_model.{name}"],
+        )
     segments = [layout.segments(n) for n in params.segment_names()]
     reports = layout.reports
     stage(

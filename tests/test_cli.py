@@ -8,8 +8,19 @@ import pytest
 
 from pipeline.cli import build_parser, main
 
-COMMANDS = ["ingest", "audit", "align", "confusables", "split", "export", "train", "punctuate"]
-STAGES = ["ingest", "align", "audit", "confusables", "split", "oversample", "sequences", "export", "train"]
+COMMANDS = ["ingest", "audit", "align", "confusables", "split", "export", "train", "punctuate", "export-model"]
+STAGES = [
+    "ingest",
+    "align",
+    "audit",
+    "confusables",
+    "split",
+    "oversample",
+    "sequences",
+    "export",
+    "train",
+    "export_model",
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -87,10 +87,24 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
         report = json.loads((repo / "data" / "alignment" / f"{name}.json").read_text())
         assert report["hypothesis_words"] == audit[entry["hyp"]]["words"] == audit[name]["words"]
         assert report["marks"]["transferred"] > 0
-    first = _digests(repo / "data")
+    # the exported model runs through punctuate
+    exported = [f"models/{name}-{entry['format']}" for name, entry in params.get("export_model", {}).items()]
+    text = "so how are you i am fine thanks"
+    for folder in exported:
+        punctuated = subprocess.run(
+            [sys.executable, "-m", "pipeline", "punctuate", "--model", folder, "-q"],
+            input=text + "\n",
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
+        assert punctuated.returncode == 0, punctuated.stderr
+        assert [w.strip(",.?").lower() for w in punctuated.stdout.split()] == text.split(" ")
+    first = {**_digests(repo / "data"), **{f"{f}/{k}": v for f in exported for k, v in _digests(repo / f).items()}}
     assert first and "up to date" in _dvc(["status", "dvc.yaml"], repo)
     _dvc(["repro", "--force"], repo)
-    assert _digests(repo / "data") == first  # byte-identical outputs, every stage
+    again = {**_digests(repo / "data"), **{f"{f}/{k}": v for f in exported for k, v in _digests(repo / f).items()}}
+    assert again == first  # byte-identical outputs, every stage
 
 
 def test_dvc_yaml_is_generated_from_the_params_files(root):

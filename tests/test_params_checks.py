@@ -298,3 +298,18 @@ def test_the_largest_vocab_size_allowed_is_one_the_tokenizer_trainer_handles():
     tokenizer = train_tokenizer(iter(["the", "cat", "sat", "on", "the", "mat"] * 5), vocab_size=P.MAX_VOCAB_SIZE)
     assert 10 < len(tokenizer) < 100  # a small corpus gives a small vocabulary, no abort
     assert P.SequencesParams.model_validate({"vocab_size": P.MAX_VOCAB_SIZE}).vocab_size == P.MAX_VOCAB_SIZE
+
+
+# ------------------------------------------------------------------------------ model exports
+
+
+def test_a_model_export_names_a_train_entry_and_known_keys(tmp_path):
+    train = "datasets:\n  ds: {corpora: []}\ntrain:\n  tiny: {dataset: ds}\n"
+    where = tmp_path / "params.yaml"
+    assert refused(tmp_path, train + "export_model:\n  tiyn: {int8: true}\n") == (
+        f"{where}: export_model.tiyn: 'tiyn' is not a train entry; did you mean 'tiny'?"
+    )
+    assert "export_model.tiny.format" in refused(tmp_path, train + "export_model:\n  tiny: {format: tflite}\n")
+    assert "export_model.tiny.int8" in refused(tmp_path, train + "export_model:\n  tiny: {int8: 1}\n")
+    loaded = P.load(write(tmp_path, train + "export_model:\n  tiny: {int8: true}\n"), entries=[])
+    assert loaded.export_model["tiny"].format == "onnx" and loaded.export_model["tiny"].int8 is True

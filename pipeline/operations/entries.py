@@ -15,6 +15,7 @@ _WHAT = {
     "datasets": "dataset",
     "train": "train entry",
     "train_entries": "train entry",
+    "export_model": "model export",
 }
 #: the section a checked mapping of :class:`pipeline.params.Params` stands for
 _SECTION = {"corpus_entries": "corpora", "train_entries": "train"}

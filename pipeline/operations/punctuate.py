@@ -66,3 +66,12 @@ def export_model(model_dir, out, fmt: str = "onnx", *, int8: bool = False) -> No
     from pipeline.training.onnx import export_model as export_onnx
 
     export_onnx(model_dir, out, fmt, int8=int8)
+
+
+def export_model_entry(params_path, name: str, model_dir, out) -> None:
+    """The params file's ``export_model.<name>``: the model ``train.<name>`` wrote (``model_dir``)
+    exported into ``out``, as :func:`export_model` does."""
+    from pipeline.operations.entries import load_entry
+
+    _, entry = load_entry(params_path, "export_model", name)
+    export_model(model_dir, out, entry.format, int8=entry.int8)
