@@ -260,6 +260,32 @@ print(time.perf_counter() - t)
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def gpu_run(checkpoint: Path, words, gold, reference, options: dict, rounds: int) -> dict:
+    """torch on the GPU (bf16 autocast where the model was trained so, as ``punctuate`` runs it):
+    words/s over the whole text, the fastest of ``rounds``, and its labels against torch fp32 on
+    the CPU."""
+    import torch
+
+    from pipeline.training.punctuator import Punctuator
+
+    punctuator = Punctuator.load(checkpoint, device="cuda", **options)
+    punctuator.predict(words[:300])  # warm-up: CUDA context and kernels
+    best, prediction = float("inf"), None
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        prediction = punctuator.predict(words)
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    agreement = np.mean(np.array(prediction.labels) == np.array(reference.labels))
+    return {
+        "device": torch.cuda.get_device_name(0),
+        "words_per_s": round(len(words) / best),
+        "label_agreement_with_torch_cpu": round(float(agreement), 5),
+        "test2011_f1": round(100 * float(f1(gold, prediction.labels)), 2),
+    }
+
+
 def machine() -> dict:
     model = ""
     try:
@@ -408,6 +434,9 @@ def main() -> None:
             result["case_agreement_with_torch"][name] = round(
                 float(np.mean(np.array(p.cases) == np.array(reference.cases))), 5
             )
+        if torch.cuda.is_available():  # the torch path where it is deployed on a GPU
+            result["gpu"] = gpu_run(checkpoint, words, gold, reference, options, args.rounds)
+            print(f"torch on {result['gpu']['device']}: {result['gpu']['words_per_s']} words/s", flush=True)
         runs = args.startup_runs
         cli = {name: startup(folders[name], runs) for name in ("torch_fp32", "onnx_fp32", "onnx_int8")}
         floor = {name: startup_floor(folders[name], runs) for name in ("onnx_fp32", "onnx_int8")}
@@ -476,6 +505,18 @@ def table(result: dict) -> dict:
                 f"{startup['cli_' + key]:.2f}" if "cli_" + key in startup else "",
                 f"{100 * agreement:.2f}" if key != "torch_fp32" else "(reference)",
                 f"{result['test2011_f1'][key]:.2f}",
+            ]
+        )
+    if "gpu" in result:
+        gpu = result["gpu"]
+        rows.append(
+            [
+                f"torch on the GPU ({gpu['device']})",
+                gpu["words_per_s"],
+                f"{gpu['words_per_s'] / result['words_per_s']['torch_fp32']:.2f}x",
+                "",
+                f"{100 * gpu['label_agreement_with_torch_cpu']:.2f}",
+                f"{gpu['test2011_f1']:.2f}",
             ]
         )
     floor = {"torch_fp32": "torch fp32", "onnx_fp32": "ONNX fp32", "onnx_int8": "ONNX int8"}
