@@ -180,25 +180,26 @@ def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max
     ``per_channel``, ``reduce_range``)."""
     import onnx
 
-    graph = onnx.load(str(source), load_external_data=False).graph
-    settings: dict = {**INT8, "excluded_nodes": sorted(_heads(graph))}
+    heads = sorted(_heads(onnx.load(str(source), load_external_data=False).graph))
     if overrides.get("method") == "blockwise":
-        settings = {"method": "blockwise", "weight_type": "int8", "block_size": 128, "accuracy_level": 4}
-        settings["excluded_nodes"] = sorted(_heads(graph))
+        settings: dict = {"method": "blockwise", "weight_type": "int8", "block_size": 128, "accuracy_level": 4}
     elif overrides.get("method") == "dynamic":
-        settings = {
-            "method": "dynamic",
-            "operator": "MatMulInteger",
-            "weight_type": "int8",
-            "op_types": ["MatMul"],
-            "per_channel": True,
-            "reduce_range": False,
-            "excluded_nodes": sorted(_heads(graph)),
-        }
+        settings = {"method": "dynamic", "operator": "MatMulInteger", "weight_type": "int8", "op_types": ["MatMul"]}
+        settings.update(per_channel=True, reduce_range=False)
+    else:
+        settings = dict(INT8)
+    settings["excluded_nodes"] = heads
     settings.update(overrides)
     with _quiet():
         if settings["method"] == "dynamic":
-            _quantize_dynamic(source, target, settings)
+            _quantize_dynamic(
+                source,
+                target,
+                settings["op_types"],
+                excluded=settings["excluded_nodes"],
+                per_channel=settings["per_channel"],
+                reduce_range=settings["reduce_range"],
+            )
         elif settings["method"] == "blockwise":
             settings["fp32_nodes"] = _quantize_blockwise(source, target, settings)
         else:
@@ -237,16 +238,12 @@ def calibration_feeds(tokenizer: Path, max_len: int, sequences: int, seed: int, 
     words = [w for w in words if w.isalpha()]
     rng = np.random.default_rng(seed)
     texts = [" ".join(rng.choice(words, size=max_len)) for _ in range(sequences)]
-    feeds = []
-    for start in range(0, len(texts), batch):
-        ids = [e.ids for e in tok.encode_batch(texts[start : start + batch])]
-        width = max(map(len, ids))
-        input_ids = np.zeros((len(ids), width), np.int64)
-        mask = np.zeros_like(input_ids)
-        for row, seq in enumerate(ids):
-            input_ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
-        feeds.append({"input_ids": input_ids, "attention_mask": mask})
-    return feeds
+    # max_len words are at least max_len tokens: each sequence is cut to max_len exactly, unpadded
+    ids = np.array([e.ids for e in tok.encode_batch(texts)], np.int64)
+    return [
+        {"input_ids": ids[start : start + batch], "attention_mask": np.ones_like(ids[start : start + batch])}
+        for start in range(0, len(ids), batch)
+    ]
 
 
 def input_ranges(model, names: list[str], feeds: list[dict]) -> dict:
@@ -317,41 +314,32 @@ def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path 
     else:
         smoothed = []
     settings.update(smoothed_nodes=smoothed, dynamic_nodes=dynamic)
-    work = target.with_name(target.name + ".smoothed.onnx")
+    settings["blockwise_nodes"] = sorted(n for n, how in plan.items() if how == "blockwise")
     dynamic_out = target.with_name(target.name + ".dynamic.onnx")
     try:
-        onnx.save(model, str(work))
-        del model
-        everything_else = sorted(set(plan) - set(dynamic)) + settings["excluded_nodes"]
-        _quantize_dynamic(
-            work,
-            dynamic_out,
-            {
-                "op_types": ["MatMul", "Attention"],
-                "per_channel": True,
-                "reduce_range": False,
-                "excluded_nodes": everything_else,
-            },
-        )
-        settings["blockwise_nodes"] = sorted(n for n, how in plan.items() if how == "blockwise")
+        _quantize_dynamic(model, dynamic_out, ["MatMul", "Attention"], only=dynamic)
         settings["fp32_nodes"] = _quantize_blockwise(dynamic_out, target, settings)
     finally:
-        for path in (work, dynamic_out):
-            path.unlink(missing_ok=True)
+        dynamic_out.unlink(missing_ok=True)
 
 
-def _quantize_dynamic(source: Path, target: Path, settings: dict) -> None:
+def _quantize_dynamic(
+    model, target: Path, op_types: list[str], *, excluded=(), only=None, per_channel=True, reduce_range=False
+) -> None:
+    """ONNX Runtime's dynamic quantization of ``model`` (a path or a ModelProto) into ``target``:
+    the products of ``op_types``, ``only`` those nodes where given, none of ``excluded``."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
-        str(source),
+        model if isinstance(model, onnx.ModelProto) else str(model),
         str(target),
         weight_type=QuantType.QInt8,
-        op_types_to_quantize=settings["op_types"],
-        per_channel=settings["per_channel"],
-        reduce_range=settings["reduce_range"],
-        nodes_to_exclude=settings["excluded_nodes"],
+        op_types_to_quantize=op_types,
+        per_channel=per_channel,
+        reduce_range=reduce_range,
+        nodes_to_quantize=list(only) if only is not None else None,
+        nodes_to_exclude=list(excluded),
         # the fused operators' outputs have no type the quantizer's shape inference knows
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
