@@ -46,3 +46,17 @@ def apply_case(word: str, label: str, surface: str | None = None) -> str:
     if label == "A":
         return lower.upper()
     return lower
+
+
+def restore_case(words: list[str], cases: list[str], mixed_case: dict[str, str] | None = None) -> list[str]:
+    """Words cased by their labels; an ``M`` word takes its surface form from the lexicon saved with the
+    model (mixed-case forms seen in train), else its first letter raised."""
+    mixed_case = mixed_case or {}
+    out = []
+    for word, label in zip(words, cases):
+        if label == "M":
+            surface = mixed_case.get(word.lower())
+            out.append(surface if surface else capitalize_first(word.lower()))
+        else:
+            out.append(apply_case(word, label))
+    return out

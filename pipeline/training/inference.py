@@ -4,22 +4,11 @@ back from their labels.  Importing this module imports no torch."""
 
 from __future__ import annotations
 
-from pipeline.labels import PAPERS
-from pipeline.text.case import apply_case, capitalize_first
+from pipeline.labels import CASE_LABELS, PAPERS
+from pipeline.text.case import restore_case
+from pipeline.training.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
 
-
-def restore_case(words: list[str], cases: list[str], mixed_case: dict[str, str] | None = None) -> list[str]:
-    """Words cased by their labels; an ``M`` word takes its surface form from the lexicon saved with the
-    model (mixed-case forms seen in train), else its first letter raised."""
-    mixed_case = mixed_case or {}
-    out = []
-    for word, label in zip(words, cases):
-        if label == "M":
-            surface = mixed_case.get(word.lower())
-            out.append(surface if surface else capitalize_first(word.lower()))
-        else:
-            out.append(apply_case(word, label))
-    return out
+__all__ = ["predict_words", "punctuate_words", "restore_case"]
 
 
 def predict_words(
@@ -40,9 +29,6 @@ def predict_words(
     ``window`` words and ``max_len`` tokens, batched ``batch_size`` windows (and ``batch_tokens``
     padded tokens) at a time; a word seen by two windows takes their probabilities averaged, weighted
     by its distance from each window's cut edges."""
-    from pipeline.labels import CASE_LABELS
-    from pipeline.training.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
-
     label_set = getattr(model, "label_set", PAPERS)
     meta = {
         "labels": list(label_set.labels),

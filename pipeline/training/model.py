@@ -40,14 +40,13 @@ from torch import nn
 
 from pipeline.datasets.pretrained import pretrained_path, save_tokenizer
 from pipeline.errors import ParamsError
-from pipeline.labels import CASE_LABELS, PAPERS, LabelSet, model_labels
+from pipeline.labels import CASE_LABELS, PAPERS, LabelSet
+from pipeline.training import model_folder
+from pipeline.training.model_folder import FORMAT, HEADS
 
 logger = logging.getLogger(__name__)
 
-#: version of the saved-model layout (1 was encoder/ + a pickled head.pt)
-FORMAT = 2
-
-HEADS = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
+__all__ = ["FORMAT", "HEADS", "PunctuationModel", "build_model", "load_checkpoint", "save_checkpoint"]
 
 
 class ScalarMix(nn.Module):
@@ -331,27 +330,18 @@ def save_checkpoint(
 MODEL_FILES = ("model.safetensors", "encoder", "tokenizer", "mixed_case.json", "punctuation.json")
 
 
-def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
-    """(model, tokenizer, meta) from a model folder; InputError naming the file for anything missing,
-    unreadable or not matching (missing or unexpected weights are listed)."""
+def load_checkpoint(folder, device: str = "cpu"):
+    """(model, tokenizer, meta) from a model folder (a path, or one :func:`model_folder.read` already
+    read); InputError naming the file for anything missing, unreadable or not matching (missing or
+    unexpected weights are listed)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_model
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from pipeline.errors import InputError
 
-    folder = Path(folder)
-    meta_path = folder / "punctuation.json"
-    if not meta_path.is_file():
-        what = "does not exist" if not folder.exists() else "is not a model folder (no punctuation.json)"
-        raise InputError(f"{folder}: {what}")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{meta_path}: not readable JSON ({exc})") from None
-    if meta.get("format") != FORMAT:
-        raise InputError(f"{folder}: saved-model format {meta.get('format', 1)}, expected {FORMAT}: retrain")
-    label_set = model_labels(meta, meta_path)
+    checked = folder if isinstance(folder, model_folder.ModelFolder) else model_folder.read(folder, checkpoint=True)
+    folder, meta = checked.folder, dict(checked.meta)
     try:
         config = AutoConfig.from_pretrained(folder / "encoder")
     except (OSError, ValueError) as exc:
@@ -361,11 +351,9 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         AutoModel.from_config(config, dtype=torch.float32),
         head=meta["head"],
         capitalization=bool(meta.get("case_labels")),
-        label_set=label_set,
+        label_set=checked.label_set,
     )
     weights = folder / "model.safetensors"
-    if not weights.is_file():
-        raise InputError(f"{weights}: missing")
     try:
         missing, unexpected = load_model(model, str(weights), strict=False)
     except (SafetensorError, OSError, RuntimeError) as exc:
@@ -381,7 +369,6 @@ def load_checkpoint(folder: str | os.PathLike, device: str = "cpu"):
         tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
     except (OSError, ValueError) as exc:
         raise InputError(f"{folder / 'tokenizer'}: no readable tokenizer ({exc})") from None
-    lexicon = folder / "mixed_case.json"
-    meta["mixed_case"] = json.loads(lexicon.read_text(encoding="utf-8")) if lexicon.is_file() else {}
+    meta["mixed_case"] = checked.mixed_case
     model.to(device).eval()
     return model, tokenizer, meta

@@ -413,15 +413,18 @@ def _quantize_blockwise(source: Path, target: Path, settings: dict) -> list[str]
 def export_model(model_dir, out, fmt: str = "onnx", int8: bool = False) -> dict:
     """Export the checkpoint folder ``model_dir`` to the folder ``out`` (see the module doc); the
     ``onnx`` entry written into its punctuation.json is returned."""
+    from pipeline.training import model_folder
     from pipeline.training.model import load_checkpoint
-    from pipeline.training.punctuator import META, ONNX_FILE, crf_arrays
+    from pipeline.training.model_folder import META, ONNX_FILE
+    from pipeline.training.punctuator import crf_arrays
 
     if fmt not in FORMATS:
         raise ParamsError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if location.is_url(str(out)) or location.is_url(str(model_dir)):
         raise ParamsError(f"export-model: {out if location.is_url(str(out)) else model_dir}: local folders only")
     model_dir, out = Path(model_dir), Path(out)
-    model, _, meta = load_checkpoint(model_dir)
+    checked = model_folder.read(model_dir, checkpoint=True)
+    model, _, meta = load_checkpoint(checked)
     if not (model_dir / "tokenizer" / "tokenizer.json").is_file():
         raise InputError(f"{model_dir / 'tokenizer'}: no tokenizer.json (a slow tokenizer cannot be exported)")
     mixed_case = meta.pop("mixed_case", {})
@@ -432,6 +435,7 @@ def export_model(model_dir, out, fmt: str = "onnx", int8: bool = False) -> dict:
             plain, fused = work / "plain.onnx", (work if int8 else folder) / ONNX_FILE
             names = export_graph(model, plain)
             entry = {"file": ONNX_FILE, "opset": OPSET, "outputs": names, "quantization": None}
+            entry.update(model_folder.export_record(checked))  # what loading checks the folder against
             entry["fused"] = fuse_graph(plain, fused, model)
             if int8:
                 tokenizer = model_dir / "tokenizer" / "tokenizer.json"

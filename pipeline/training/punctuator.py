@@ -18,7 +18,7 @@ edges, so the seams get the decision of the windows that saw the most context on
 
 from __future__ import annotations
 
-import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +26,11 @@ import numpy as np
 
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import PAPERS, LabelSet, model_labels
+from pipeline.text.case import restore_case
+from pipeline.training import model_folder
+from pipeline.training.model_folder import META, ONNX_FILE
 
-#: the model's description in a checkpoint or exported folder
-META = "punctuation.json"
-#: the ONNX graph in an exported folder
-ONNX_FILE = "model.onnx"
+__all__ = ["META", "ONNX_FILE", "OnnxRunner", "Prediction", "Punctuator", "Stream", "TorchRunner", "WordPieces"]
 
 
 @dataclass
@@ -103,30 +103,13 @@ class WordPieces:
     @classmethod
     def from_folder(cls, folder: Path) -> WordPieces:
         """From a tokenizer folder: ``tokenizer.json`` and the special tokens its config files name."""
-        from tokenizers import Tokenizer
+        return cls.from_files(model_folder.read_tokenizer(Path(folder)))
 
-        path = folder / "tokenizer.json"
-        try:
-            backend = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception for a missing or unreadable file
-            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise InputError(f"{path}: not a readable tokenizer ({reason})") from None
-        specials: dict = {}
-        for name in ("special_tokens_map.json", "tokenizer_config.json"):
-            if (folder / name).is_file():
-                try:
-                    specials.update(json.loads((folder / name).read_text(encoding="utf-8")))
-                except ValueError as exc:
-                    raise InputError(f"{folder / name}: not readable JSON ({exc})") from None
-
-        def token_id(key: str) -> int | None:
-            token = specials.get(key)
-            if isinstance(token, dict):
-                token = token.get("content")
-            return backend.token_to_id(token) if isinstance(token, str) else None
-
-        names = ("cls_token", "sep_token", "mask_token", "unk_token", "pad_token")
-        return cls(backend, *(token_id(name) for name in names))
+    @classmethod
+    def from_files(cls, tokenizer: model_folder.Tokenizer) -> WordPieces:
+        """From a model folder's tokenizer, as :mod:`pipeline.training.model_folder` read it."""
+        names = model_folder.SPECIAL_TOKENS  # cls, sep, mask, unk, pad: this class's order
+        return cls(tokenizer.backend, *(tokenizer.specials.get(name) for name in names))
 
     def __call__(self, words: list[str]) -> list[list[int]]:
         missing = [w for w in dict.fromkeys(words) if w not in self.cache]
@@ -159,19 +142,27 @@ class _SlowBackend:
 
 
 class OnnxRunner:
-    """The exported graph through ONNX Runtime on the CPU: logits (and case logits) as numpy arrays."""
+    """The exported graph through ONNX Runtime on the CPU: logits (and case logits) as numpy arrays.
+    Its outputs' widths are checked against the folder's labels when it is loaded."""
 
-    def __init__(self, path: Path, threads: int = 0):
+    def __init__(self, model: model_folder.ModelFolder, threads: int = 0):
         import onnxruntime as ort
 
+        path = model.graph
+        # ONNX Runtime's own log lines (warnings about unused initializers, a failing node's error,
+        # which the exception says again) only under -v: errors reach the user as one line
+        severity = 2 if logging.getLogger().isEnabledFor(logging.DEBUG) else 4
+        ort.set_default_logger_severity(severity)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
-        options.log_severity_level = 3  # warnings about unused initializers are not the user's business
+        options.log_severity_level = severity
         try:
             self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's own exception types: a missing or broken graph file
             raise InputError(f"{path}: cannot load the ONNX model ({str(exc).splitlines()[0]})") from None
-        self.names = [o.name for o in self.session.get_outputs()]
+        outputs = self.session.get_outputs()
+        model.check_outputs({o.name: (o.shape[-1] if o.shape else None) for o in outputs})
+        self.names = [o.name for o in outputs]
         self.device = "cpu (onnxruntime)"
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray):
@@ -271,35 +262,22 @@ class Punctuator:
 
     @classmethod
     def load(cls, folder, device: str = "cpu", threads: int = 0, **options) -> Punctuator:
-        """A checkpoint folder (torch) or an exported one (ONNX Runtime; ``device`` must be the CPU)."""
-        folder = Path(folder)
-        meta_path = folder / META
-        if not meta_path.is_file():
-            what = "does not exist" if not folder.exists() else f"is not a model folder (no {META})"
-            raise InputError(f"{folder}: {what}")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{meta_path}: not readable JSON ({exc})") from None
-        if "onnx" in meta:
+        """A checkpoint folder (torch) or an exported one (ONNX Runtime; ``device`` must be the CPU),
+        its files read and checked first (:func:`pipeline.training.model_folder.read`)."""
+        model = model_folder.read(folder)
+        if model.exported:
             if device not in ("cpu", "auto"):
                 raise ParamsError(f"--device {device}: an exported ONNX model runs on the CPU here")
-            missing = [k for k in ("labels", "params", "sequence") if k not in meta]
-            if missing or not isinstance(meta["onnx"], dict) or "file" not in meta["onnx"]:
-                what = f"no {', '.join(missing)}" if missing else "its onnx entry names no file"
-                raise InputError(f"{meta_path}: not an exported model's description ({what})")
-            lexicon = folder / "mixed_case.json"
-            try:
-                meta["mixed_case"] = json.loads(lexicon.read_text(encoding="utf-8")) if lexicon.is_file() else {}
-            except (OSError, ValueError) as exc:
-                raise InputError(f"{lexicon}: not readable JSON ({exc})") from None
-            runner = OnnxRunner(folder / meta["onnx"]["file"], threads)
+            meta = {**model.meta, "mixed_case": model.mixed_case}
+            runner = OnnxRunner(model, threads)
         else:
-            runner, meta = cls._torch_runner(folder, device)
-        return cls(runner, WordPieces.from_folder(folder / "tokenizer"), meta, **options)
+            runner, meta = cls._torch_runner(model, device)
+        if model.tokenizer is None:
+            raise InputError(f"{model.folder / 'tokenizer' / 'tokenizer.json'}: missing")
+        return cls(runner, WordPieces.from_files(model.tokenizer), meta, **options)
 
     @staticmethod
-    def _torch_runner(folder: Path, device: str):
+    def _torch_runner(model: model_folder.ModelFolder, device: str):
         import torch
 
         from pipeline.training.loop import device_of
@@ -308,11 +286,11 @@ class Punctuator:
         device = device_of(device)
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise ParamsError(f"--device {device}: no CUDA device is available")
-        model, _, meta = load_checkpoint(folder, device)
+        network, _, meta = load_checkpoint(model, device)
         bf16 = device.startswith("cuda") and (meta.get("params") or {}).get("precision", "bf16") == "bf16"
-        if getattr(model, "crf", None) is not None:
-            meta["crf"] = crf_arrays(model.crf)
-        return TorchRunner(model, device, bf16), meta
+        if getattr(network, "crf", None) is not None:
+            meta["crf"] = crf_arrays(network.crf)
+        return TorchRunner(network, device, bf16), meta
 
     # -- text in, text out --------------------------------------------------------------------
 
@@ -408,8 +386,6 @@ class Punctuator:
         return [self._decide(words, p, c, w) for words, p, c, w in zip(texts, probs, case_probs, weights)]
 
     def _decide(self, words, probs, case_probs, weights) -> Prediction:
-        from pipeline.training.inference import restore_case
-
         if len(words):
             probs = probs / weights[:, None]
         if self.crf is not None:
