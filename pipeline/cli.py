@@ -314,6 +314,7 @@ def _punctuate(args) -> None:
         batch_size=args.batch_size,
         batch_tokens=args.batch_tokens,
         format=args.format,
+        join=args.join,
     )
 
 
@@ -527,10 +528,16 @@ def _punctuate_options(punct) -> None:
         "--format",
         choices=["text", "jsonl"],
         default="text",
-        help="text: one punctuated line per input; jsonl: per input its text and, per word, the label, its "
-        "confidence and the probability of every label (and the case label)",
+        help="text: one punctuated line per line (per input with --join); jsonl: per line its input, line "
+        "number and text and, per word, the label, its confidence and the probability of every label (and "
+        "the case label)",
     )
-    punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files (default: stdin)")
+    punct.add_argument(
+        "--join",
+        action="store_true",
+        help="each input is one running text, punctuated as one line (default: each line is a segment of its own)",
+    )
+    punct.add_argument("inputs", nargs="*", metavar="FILE", help="text files, - for stdin (default: stdin)")
     punct.set_defaults(func=_punctuate)
 
 
@@ -618,7 +625,8 @@ COMMANDS = {
             "help": "punctuate raw text with a trained model",
             "description": "Read text (files or stdin), normalize it as in training, predict one mark per word (and "
             "its case, for a model with a capitalization head) with overlapping windows batched together, write "
-            "punctuated text.",
+            "punctuated text: one output line per input line (each line a segment of its own), or one per input "
+            "with --join.  The summary line (words/s) goes to stderr; -q silences it.",
         },
         _punctuate_options,
     ),

@@ -3,7 +3,13 @@ checkpoint folder of the train stage or a folder of ``export-model`` (run by ONN
 
 from __future__ import annotations
 
+import logging
 import sys
+
+log = logging.getLogger(__name__)
+
+#: the name that stands for standard input among the inputs
+STDIN = "-"
 
 
 def punctuate(
@@ -17,17 +23,21 @@ def punctuate(
     batch_size=32,
     batch_tokens=8192,
     format="text",
+    join=False,
 ) -> int:
-    """Read ``inputs`` (files; stdin when empty), normalize them as in training, predict one mark per
-    word with overlapping windows batched together (at most ``batch_size`` windows and
-    ``batch_tokens`` padded tokens at once), write to stdout: per input one punctuated line
-    (``format`` text) or one JSON record with every word's label and probabilities (jsonl).
-    The number of words punctuated."""
+    """Read ``inputs`` (files, ``-`` for stdin; stdin when empty), normalize them as in training,
+    predict one mark per word with overlapping windows batched together (at most ``batch_size``
+    windows and ``batch_tokens`` padded tokens at once), write to stdout.  Each input line is a
+    segment of its own and gives one output line (an empty line stays empty; a long line is still
+    cut into windows); with ``join`` each input is one running text and gives one line.  ``format``
+    text writes the punctuated lines, jsonl one JSON record per line (per input with ``join``) with
+    every word's label and probabilities.  The summary (words, seconds, words/s) is logged at INFO
+    (``-q`` silences it).  The number of words punctuated."""
     import json
     import time
 
     from pipeline.engine import reading
-    from pipeline.training.punctuator import Punctuator
+    from pipeline.training.punctuator import Punctuator, segments_of
 
     # an exported folder runs through onnxruntime: nothing here may import torch or transformers
     punctuator = Punctuator.load(
@@ -39,23 +49,30 @@ def punctuate(
         batch_size=batch_size,
         batch_tokens=batch_tokens,
     )
-    texts = [reading.read_text(path) for path in inputs] if inputs else [reading.read_stdin()]
+    sources = [str(path) for path in inputs] if inputs else [STDIN]
+    segments = []  # (source, line number or None, text)
+    for source in sources:
+        text = reading.read_stdin() if source == STDIN else reading.read_text(source)
+        for number, line in enumerate(segments_of(text, join), start=1):
+            segments.append((source, None if join else number, line))
     started, total = time.perf_counter(), 0
     # the same normalization as training; marks already in the text are dropped, not trusted
-    predictions = punctuator.predict_many([punctuator.words_of(text) for text in texts])
-    for k, prediction in enumerate(predictions):
+    predictions = punctuator.predict_many([punctuator.words_of(text) for _, _, text in segments])
+    for (source, number, _), prediction in zip(segments, predictions, strict=True):
         if format == "jsonl":
-            source = inputs[k] if inputs else "-"
-            record = {"input": str(source), "text": prediction.text, "words": prediction.records()}
+            record = {"input": source, **({} if number is None else {"line": number})}
+            record.update(text=prediction.text, words=prediction.records())
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(prediction.text + "\n")
         total += len(prediction.words)
     seconds = time.perf_counter() - started
-    print(
-        f"punctuate: {total} words in {seconds:.2f} s ({total / max(seconds, 1e-9):.0f} words/s) "
-        f"on {punctuator.device}",
-        file=sys.stderr,
+    log.info(
+        "punctuate: %d words in %.2f s (%.0f words/s) on %s",
+        total,
+        seconds,
+        total / max(seconds, 1e-9),
+        punctuator.device,
     )
     return total
 

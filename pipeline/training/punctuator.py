@@ -30,7 +30,17 @@ from pipeline.text.case import restore_case
 from pipeline.training import model_folder
 from pipeline.training.model_folder import META, ONNX_FILE
 
-__all__ = ["META", "ONNX_FILE", "OnnxRunner", "Prediction", "Punctuator", "Stream", "TorchRunner", "WordPieces"]
+__all__ = [
+    "META",
+    "ONNX_FILE",
+    "OnnxRunner",
+    "Prediction",
+    "Punctuator",
+    "Stream",
+    "TorchRunner",
+    "WordPieces",
+    "segments_of",
+]
 
 
 @dataclass
@@ -304,11 +314,15 @@ class Punctuator:
         labelled = label_lines(self._language.normalize_text(text), self._language)
         return [w for line in labelled.words.to_pylist() for w in line]
 
-    def punctuate(self, texts: list[str]) -> list[str]:
-        """Each text punctuated (and cased, with a case head), as one line."""
+    def punctuate(self, texts: list[str], join: bool = False) -> list[str]:
+        """Each text punctuated (and cased, with a case head): each of its lines a segment of its
+        own, punctuated as one line (so the text keeps its lines); with ``join`` the whole text is one
+        running text, given back as one line."""
         if isinstance(texts, str):
             raise TypeError("punctuate takes a list of texts")
-        return [p.text for p in self.predict_many([self.words_of(t) for t in texts])]
+        segments = [segments_of(text, join) for text in texts]
+        predictions = iter(self.predict_many([self.words_of(s) for lines in segments for s in lines]))
+        return ["\n".join(next(predictions).text for _ in lines) for lines in segments]
 
     def stream(self, right_context: int = 16, left_context: int | None = None) -> Stream:
         """A stream of partial transcripts: see :class:`Stream`."""
@@ -413,6 +427,17 @@ class Punctuator:
             result.case_names = self.case_names
             result.cased_words = restore_case(list(words), result.cases, self.mixed_case)
         return result
+
+
+def segments_of(text: str, join: bool = False) -> list[str]:
+    """The segments of a text: its lines (``\\n`` or ``\\r\\n`` ended; the last may end without one),
+    or with ``join`` the whole text as one."""
+    if join:
+        return [text]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no line of its own
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def crf_arrays(crf) -> dict[str, list]:
