@@ -148,7 +148,10 @@ def _audit(args) -> dict:
     engine = _engine(args, engine="--engine", workers="--workers")
     result = audit(args.inputs, args.out, engine, drift_threshold=args.drift_threshold)
     if args.markdown:
-        print(table1_markdown(result), end="")
+        from pipeline.entrypoint import stdout_after
+
+        with stdout_after(f"the audit's files in {args.out} are in place"):  # printed after them: say so
+            print(table1_markdown(result), end="")
     return result
 
 

@@ -9,14 +9,16 @@ problem, exit 2, and a SIGTERM ends it through the same path (its staging remove
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable
+from contextlib import contextmanager
 
-from pipeline.errors import UsageError
+from pipeline.errors import OutputError, UsageError
 
 
 def print_error(message: str) -> None:
@@ -128,12 +130,116 @@ def exit_cleanly_on_signals() -> None:
         signal.signal(signum, handler)
 
 
+class StdoutFailed(OutputError):
+    """Standard output could not be written (a closed pipe, a full disk): a fault of where it goes,
+    not of the command.  ``done`` says what the command had finished before (files put in place)."""
+
+    def __init__(self, exc: OSError, done: str | None = None):
+        self.error, self.errno, self.done = exc, exc.errno, done
+        reason = exc.strerror or str(exc)
+        super().__init__(f"<stdout>: cannot write ({reason})" + (f"; {done}" if done else ""))
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a failed write or flush raises :class:`StdoutFailed`, so
+    it is told apart from a failed write of a file (which names its path)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guard(self, method, *args):
+        try:
+            return method(*args)
+        except OSError as exc:
+            raise StdoutFailed(exc) from None
+
+    def write(self, data):
+        return self._guard(self._stream.write, data)
+
+    def writelines(self, lines):
+        return self._guard(self._stream.writelines, lines)
+
+    def flush(self):
+        return self._guard(self._stream.flush)
+
+    @property
+    def buffer(self):
+        return _GuardedStdout(self._stream.buffer)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def stdout_after(done: str):
+    """What the block prints, flushed at its end; where standard output fails, the error says
+    ``done`` too (a command that prints after its files are in place says that they are)."""
+    try:
+        yield
+        sys.stdout.flush()
+    except StdoutFailed as exc:
+        raise StdoutFailed(exc.error, done) from None
+
+
+#: errors of the environment (the disk, the file system's limits), not of the program: one line
+#: naming the path, exit 2
+ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENAMETOOLONG, errno.EROFS, errno.EACCES, errno.EMFILE}
+)
+
+#: the optional extras, by the top-level module that needs them
+EXTRAS = {
+    "torch": "train",
+    "accelerate": "train",
+    "safetensors": "train",
+    "transformers": "train",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "dask": "dask",
+    "distributed": "dask",
+}
+
+
+def _stdout_gone() -> None:
+    """Standard output pointed at /dev/null: what is still buffered for it goes nowhere, so the
+    interpreter's last flush does not fail again (and print its own traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
+    except (OSError, AttributeError, ValueError):  # no real stdout (an embedding program): nothing buffered
+        pass
+
+
 def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> int:
-    """``main(argv)`` with the error policy of every entry point."""
+    """``main(argv)`` with the error policy of every entry point.
+
+    Standard output is flushed before the exit status is decided.  A closed pipe on it (``| head``)
+    ends the command quietly with status 141 (128 + SIGPIPE), what a shell shows for ``cat`` in
+    the same place; any other failure of it (a full disk) is one ``error: <stdout>: ...`` line,
+    exit 2.  An environment fault on a file (a full disk, a name too long) names the file, exit 2;
+    a missing optional extra names the extra to install, exit 2."""
     prepare_process()
     exit_cleanly_on_signals()
+    saved = sys.stdout
     try:
-        return main(argv) or 0
+        if saved is not None:
+            sys.stdout = _GuardedStdout(saved)
+        try:
+            status = main(argv) or 0
+            sys.stdout.flush()  # here, not at exit: a failure is this command's to report
+        finally:
+            sys.stdout = saved
+        return status
+    except StdoutFailed as exc:
+        _stdout_gone()
+        if exc.errno == errno.EPIPE:  # the reader has gone: nothing to say, as coreutils
+            return 128 + signal.SIGPIPE
+        print_error(str(exc))
+        return 2
+    except BrokenPipeError:  # written past sys.stdout (a library's own stream to a pipe)
+        _stdout_gone()
+        return 128 + signal.SIGPIPE
     except UsageError as exc:
         print_error(str(exc))
         return 2
@@ -145,15 +251,30 @@ def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None =
     except Terminated as exc:  # SIGTERM/SIGHUP: the outputs' staging is already removed
         print_error(f"terminated by {exc.signal.name}")
         return 128 + exc.signal
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            return _internal_error(exc, argv)
+        print_error(f"this needs {exc.name}, which is not installed: pip install 'punct-corpora[{extra}]'")
+        return 2
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS or not exc.filename:
+            return _internal_error(exc, argv)
+        print_error(f"{exc.filename}: {exc.strerror}")
+        return 2
     except Exception as exc:  # a bug, not the user's input: say so, and show where with -v
-        if _verbose(sys.argv[1:] if argv is None else argv):
-            traceback.print_exc()
-        first = (str(exc).splitlines() or [""])[0]
-        print_error(
-            f"internal error: {type(exc).__name__}: {first} (a bug in punct-corpora, not in your input; "
-            "rerun with -v for the traceback)"
-        )
-        return 1
+        return _internal_error(exc, argv)
+
+
+def _internal_error(exc: Exception, argv) -> int:
+    if _verbose(sys.argv[1:] if argv is None else argv):
+        traceback.print_exception(exc)
+    first = (str(exc).splitlines() or [""])[0]
+    print_error(
+        f"internal error: {type(exc).__name__}: {first} (a bug in punct-corpora, not in your input; "
+        "rerun with -v for the traceback)"
+    )
+    return 1
 
 
 def _verbose(argv) -> bool:

@@ -421,6 +421,10 @@ def _fields_at(model, loc: tuple) -> list[str]:
 
 def _wording(error: dict, model, prefix: tuple) -> str:
     loc = tuple(str(p) for p in error["loc"] if p != "[key]")
+    if error["loc"][-1:] == ("[key]",) and isinstance(error.get("input"), bool):
+        # YAML reads true/false (yes/no/on/off) as a boolean, which the error's path shows as 1/0
+        loc = (*loc[:-1], str(error["input"]).lower())
+        return f"{'.'.join((*prefix, *loc))}: a key YAML reads as a boolean: quote it ('{loc[-1]}') or rename it"
     path = ".".join((*prefix, *loc))
     kind = error["type"]
     if kind == "extra_forbidden":

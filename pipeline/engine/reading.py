@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.engine.location import MANIFEST, _os_reason, file_size, is_dir, is_file, is_url, join, url_fs
-from pipeline.errors import InputError, SchemaError
+from pipeline.errors import InputError, ParamsError, SchemaError
 from pipeline.schema import conform
 
 BOM = b"\xef\xbb\xbf"
@@ -136,6 +136,19 @@ def read_range(path: str | os.PathLike, start: int, stop: int | None) -> bytes:
         raise InputError(f"{path}: cannot read ({_os_reason(exc)})") from None
 
 
+def _relative_pattern(pattern: str, folder: Path) -> str:
+    """``pattern`` relative to ``folder``: an absolute one must lie inside it (it is taken relative to
+    it), an empty one is refused."""
+    if not pattern:
+        raise ParamsError("glob: an empty pattern (give one such as '*.txt')")
+    if not os.path.isabs(pattern):
+        return pattern
+    inner = os.path.relpath(pattern, os.path.abspath(folder))
+    if inner == os.curdir or inner.split(os.sep)[0] == os.pardir:
+        raise ParamsError(f"glob {pattern!r}: an absolute pattern must lie inside the input folder {folder}")
+    return inner
+
+
 def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | None = None) -> list[Path]:
     """A file, or the regular files of a directory matching ``pattern``, sorted by name.
 
@@ -146,7 +159,7 @@ def input_files(path: str | os.PathLike, pattern: str = "*", skipped: dict | Non
     path = Path(path)
     if path.is_dir():
         files = []
-        for entry in sorted(path.glob(pattern)):
+        for entry in sorted(path.glob(_relative_pattern(pattern, path))):
             reason = None
             if not _utf8_name(entry):
                 # its name cannot be a document id, nor shown: that file only is refused, by name
