@@ -200,14 +200,16 @@ EXTRAS = {
 }
 
 
-def _stdout_gone() -> None:
-    """Standard output pointed at /dev/null: what is still buffered for it goes nowhere, so the
-    interpreter's last flush does not fail again (and print its own traceback)."""
+def _stdout_gone(stream) -> None:
+    """``stream`` (the failed standard output) pointed at /dev/null: what is still buffered for it
+    goes nowhere, so the interpreter's last flush does not fail again (and print a traceback)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())
-        os.close(devnull)
-    except (OSError, AttributeError, ValueError):  # no real stdout (an embedding program): nothing buffered
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, AttributeError, ValueError):  # no file descriptor (an embedding program's stream)
         pass
 
 
@@ -232,14 +234,11 @@ def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None =
             sys.stdout = saved
         return status
     except StdoutFailed as exc:
-        _stdout_gone()
+        _stdout_gone(saved)
         if exc.errno == errno.EPIPE:  # the reader has gone: nothing to say, as coreutils
             return 128 + signal.SIGPIPE
         print_error(str(exc))
         return 2
-    except BrokenPipeError:  # written past sys.stdout (a library's own stream to a pipe)
-        _stdout_gone()
-        return 128 + signal.SIGPIPE
     except UsageError as exc:
         print_error(str(exc))
         return 2

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 from support import corpora
+from support.models import tiny_models  # noqa: F401 (a fixture of the model tests, built once a session)
 
 ROOT = Path(__file__).resolve().parent.parent
 
