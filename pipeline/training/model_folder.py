@@ -34,6 +34,8 @@ HEADS = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
 SPECIAL_TOKENS = ("cls_token", "sep_token", "mask_token", "unk_token", "pad_token")
 #: encoders whose positions start after the padding index (RoBERTa's scheme): that many fewer usable
 PADDING_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text"})
+#: the tokens per window of a model that records none (fewer where its positions are fewer)
+DEFAULT_MAX_LEN = 256
 #: the largest safetensors header read (the format allows 100 MB; a model's is a few kB per tensor)
 _HEADER_LIMIT = 100_000_000
 
@@ -61,7 +63,10 @@ class ModelFolder:
     mixed_case: dict[str, str]
     tokenizer: Tokenizer | None
     exported: bool
+    #: tokens per window: the model's ``sequence.max_len`` (else ``params.max_len``), else
+    #: :data:`DEFAULT_MAX_LEN` within the positions
     max_len: int
+    max_len_given: bool = True
     #: a checkpoint's encoder config (encoder/config.json)
     encoder_config: dict = field(default_factory=dict)
     #: a checkpoint's tensor shapes (the header of model.safetensors)
@@ -124,14 +129,15 @@ def read(folder, *, checkpoint: bool = False) -> ModelFolder:
     if case is not None and (not isinstance(case, list) or not set(case) <= set(CASE_LABELS) or not case):
         raise ModelFolderError(f"{meta_path}: case_labels: {case!r} is not a list of {', '.join(CASE_LABELS)}")
     params, sequence = meta.get("params") or {}, meta.get("sequence") or {}
-    max_len = sequence.get("max_len") or params.get("max_len") or 256
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3:
+    max_len = sequence.get("max_len") or params.get("max_len")
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3):
         raise ModelFolderError(f"{meta_path}: sequence.max_len: {max_len!r} is not a whole number of at least 3")
     lexicon = folder / "mixed_case.json"
     mixed_case = read_json(lexicon, dict) if lexicon.is_file() else {}
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in mixed_case.items()):
         raise ModelFolderError(f"{lexicon}: expected an object of words to their surface forms")
-    model = ModelFolder(folder, meta, label_set, mixed_case, None, exported, int(max_len))
+    model = ModelFolder(folder, meta, label_set, mixed_case, None, exported, max_len or DEFAULT_MAX_LEN)
+    model.max_len_given = max_len is not None
     if exported:
         model.tokenizer = read_tokenizer(folder / "tokenizer")
         _check_exported(model)
@@ -304,6 +310,8 @@ def _check_inputs(model: ModelFolder, rows, rows_where: str, positions, position
         for key, token_id in tokenizer.specials.items():
             if token_id is not None and token_id >= rows:
                 raise ModelFolderError(f"{path}: {key}: id {token_id} is beyond {rows_where} ({rows} rows)")
+    if isinstance(positions, int) and model.max_len > positions and not model.max_len_given:
+        model.max_len = positions
     if isinstance(positions, int) and model.max_len > positions:
         raise ModelFolderError(
             f"{model.meta_path}: sequence.max_len: {model.max_len} tokens, but {positions_where} allows {positions}"

@@ -284,6 +284,7 @@ class Punctuator:
             runner, meta = cls._torch_runner(model, device)
         if model.tokenizer is None:
             raise InputError(f"{model.folder / 'tokenizer' / 'tokenizer.json'}: missing")
+        meta["sequence"] = {**(meta.get("sequence") or {}), "max_len": model.max_len}  # as checked
         return cls(runner, WordPieces.from_files(model.tokenizer), meta, **options)
 
     @staticmethod
