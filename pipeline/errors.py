@@ -27,3 +27,8 @@ class ParamsError(UsageError):
 
 class SchemaError(InputError):
     """A table that does not follow the segment schema."""
+
+
+class ModelFolderError(InputError):
+    """A model folder whose files are missing, unreadable or disagree (labels and heads, tokenizer
+    and embeddings, max_len and positions): the message names the file and the key."""

@@ -20,8 +20,10 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.errors import InputError
+from pipeline.errors import ModelFolderError
 from pipeline.labels import CASE_LABELS, LabelSet, model_labels
+
+__all__ = ["META", "ONNX_FILE", "ModelFolder", "ModelFolderError", "read", "read_tokenizer"]
 
 #: the model's description in a checkpoint or exported folder
 META = "punctuation.json"
@@ -38,10 +40,6 @@ PADDING_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl"
 DEFAULT_MAX_LEN = 256
 #: the largest safetensors header read (the format allows 100 MB; a model's is a few kB per tensor)
 _HEADER_LIMIT = 100_000_000
-
-
-class ModelFolderError(InputError):
-    """A model folder whose files are missing, unreadable or disagree: one line naming the file and key."""
 
 
 @dataclass
