@@ -229,7 +229,8 @@ def run(main: Callable[[list[str] | None], int | None], argv: list[str] | None =
             sys.stdout = _GuardedStdout(saved)
         try:
             status = main(argv) or 0
-            sys.stdout.flush()  # here, not at exit: a failure is this command's to report
+            if sys.stdout is not None:
+                sys.stdout.flush()  # here, not at exit: a failure is this command's to report
         finally:
             sys.stdout = saved
         return status
