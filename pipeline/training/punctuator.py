@@ -275,6 +275,8 @@ class Punctuator:
         """A checkpoint folder (torch) or an exported one (ONNX Runtime; ``device`` must be the CPU),
         its files read and checked first (:func:`pipeline.training.model_folder.read`)."""
         model = model_folder.read(folder)
+        if model.tokenizer is None:  # a checkpoint with a Python tokenizer only
+            raise InputError(f"{model.folder / 'tokenizer' / 'tokenizer.json'}: missing")
         if model.exported:
             if device not in ("cpu", "auto"):
                 raise ParamsError(f"--device {device}: an exported ONNX model runs on the CPU here")
@@ -282,8 +284,6 @@ class Punctuator:
             runner = OnnxRunner(model, threads)
         else:
             runner, meta = cls._torch_runner(model, device)
-        if model.tokenizer is None:
-            raise InputError(f"{model.folder / 'tokenizer' / 'tokenizer.json'}: missing")
         meta["sequence"] = {**(meta.get("sequence") or {}), "max_len": model.max_len}  # as checked
         return cls(runner, WordPieces.from_files(model.tokenizer), meta, **options)
 
