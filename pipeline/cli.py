@@ -33,6 +33,7 @@ _FLAGS = {
     "spoken": "--spoken",
     "user_dict": "--user-dict",
     "label_set": "--label-set",
+    "protocol": "--protocol",
 }
 
 
@@ -356,6 +357,13 @@ def _ingest_options(ingest) -> None:
         P.CorpusBase,
         "label_set",
         help="the labels marks map to: papers, extended, extended_danda, or a label-set table's path",
+    )
+    _option(
+        ingest,
+        "--protocol",
+        P.CorpusBase,
+        "protocol",
+        help="a paper's preprocessing, labelling and table counting (lexicons/protocols): papers, alam2020, rao2022",
     )
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
     _engine_options(ingest, "engine", "workers", "shard_lines")
