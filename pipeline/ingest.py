@@ -255,7 +255,7 @@ def ingest(
             results,
             schema=SCHEMA_NAME,
             **manifest_entry(get_label_set(label_set)),
-            **protocols.record(protocol, lang, corpus, files),
+            **protocols.record(protocol, lang, corpus, files, reader),
         )
         report = report_of(reader, lang, corpus, counts)
         if report.get("ids_made_unique"):

@@ -96,7 +96,13 @@ def test_ingest_under_rao2022_records_the_protocol_and_audit_counts_its_table(tm
     ]
     assert table["case"].to_pylist()[0][:2] == ["U", "O"]  # the case of the words as written is kept
     manifest = json.loads((out / "_punct.json").read_text())
-    assert manifest["protocol"] == {"name": "rao2022", "lang": "en", "corpus": "rao", "sources": ["talks.xml"]}
+    assert manifest["protocol"] == {
+        "name": "rao2022",
+        "lang": "en",
+        "corpus": "rao",
+        "reader": "ted_xml",
+        "sources": ["talks.xml"],
+    }
 
     rc, err = call("pipeline", ["audit", out, "--out", tmp_path / "audit"])
     assert rc == 0, err
@@ -198,3 +204,5 @@ def test_alam2020_tables_1_and_2_reproduced(tmp_path, shared):
         assert len(tables[title]) == 3
         for entry in tables[title]:
             assert entry["columns"] == entry["published"], (title, entry["dataset"])
+    # the plain command knows the datasets' reader from their manifests: Alam's note is on the page
+    assert (tmp_path / "audit" / "audit.html").read_text().count("Alam et al. (2020) Table 2") == 3

@@ -42,6 +42,8 @@ def audit(
         result.setdefault(name, empty_summary())
     if reports is not None:
         result = with_reports(result, *reports)
+    # the readers the manifests name (datasets made under a protocol), where the caller gave none
+    readers = {**{name: r["reader"] for name, r in protocols.items() if "reader" in r}, **(readers or {})}
     write_outputs(result, histograms, out, inputs=inputs, readers=readers, protocols=protocols)
     log.info("audit: %d dataset(s) -> %s", len(result), location.join(out, "audit.json"))
     return result

@@ -166,15 +166,15 @@ def check(name: str, lang: str, label_set: str, reader: str | None = None) -> No
         raise ProtocolError(f"protocol: {name} relabels punctuated text; reader {reader} has no marks to relabel")
 
 
-def record(name: str, lang: str, corpus: str, files) -> dict:
-    """What a dataset's manifest keeps of its protocol (nothing under ``papers``)."""
+def record(name: str, lang: str, corpus: str, files, reader: str) -> dict:
+    """What a dataset's manifest keeps of its protocol (nothing under ``papers``): the source files'
+    names find the paper's row; the reader places the audit page's notes on a source format."""
     from pathlib import Path
 
     if name == PAPERS:
         return {}
-    return {
-        "protocol": {"name": name, "lang": lang, "corpus": corpus, "sources": sorted(Path(str(f)).name for f in files)}
-    }
+    sources = sorted(Path(str(f)).name for f in files)
+    return {"protocol": {"name": name, "lang": lang, "corpus": corpus, "reader": reader, "sources": sources}}
 
 
 # ------------------------------------------------------------------------------ rewriting
