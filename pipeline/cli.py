@@ -569,7 +569,8 @@ COMMANDS = {
             "help": "label distributions, lengths, drift and leakage",
             "description": "Write DIR/audit.json (per dataset and split: words, label and case counts and shares, "
             "sentence and segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, case_shares.csv, "
-            "sentence_lengths.csv, audit.html and table1.md.",
+            "sentence_lengths.csv, audit.html, table1.md and paper_tables.json (the published tables of the "
+            "paper protocols the datasets were made under, counted the paper's way).",
         },
         _audit_options,
     ),
