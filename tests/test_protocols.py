@@ -113,6 +113,21 @@ def test_ingest_under_rao2022_records_the_protocol_and_audit_counts_its_table(tm
     assert "Paper tables" in (tmp_path / "audit" / "audit.html").read_text()
 
 
+def test_a_split_of_a_protocol_dataset_carries_the_protocol_on(tmp_path):
+    src = tmp_path / "talks.xml"
+    src.write_text(TALKS, encoding="utf-8")
+    rao = _ingest(tmp_path, "rao", "--reader", "ted_xml", "--lang", "en", "--protocol", "rao2022", src)
+    args = ["split", "--fixed", f"{rao}=test", "--out", tmp_path / "split", "--report", tmp_path / "r.json"]
+    rc, err = call("pipeline", args)
+    assert rc == 0, err
+    manifest = json.loads((tmp_path / "split" / "_punct.json").read_text())
+    assert manifest["protocols"] == {"rao": json.loads((rao / "_punct.json").read_text())["protocol"]}
+    # the audit compares the ingest's dataset only: a split (or oversampled) one counts other rows
+    rc, err = call("pipeline", ["audit", tmp_path / "split", "--out", tmp_path / "audit"])
+    assert rc == 0, err
+    assert json.loads((tmp_path / "audit" / "paper_tables.json").read_text()) == {}
+
+
 def test_papers_is_the_default_and_changes_nothing(tmp_path):
     src = tmp_path / "talks.xml"
     src.write_text(TALKS, encoding="utf-8")

@@ -23,7 +23,8 @@ def audit(
     from pipeline.engine import location, reading, writing
     from pipeline.engine.executor import executor
 
-    # the paper protocols the datasets were made under (their manifests say), for the papers' tables
+    # the paper protocols the datasets were made under (their ingest's manifest says), for the
+    # papers' tables; a dataset made from them (split, oversampled) counts other rows: not compared
     protocols = {}
     for path in inputs:
         record = (reading.read_manifest(path) or {}).get("protocol")
