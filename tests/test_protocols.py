@@ -150,11 +150,14 @@ def test_papers_is_the_default_and_changes_nothing(tmp_path):
         (["--reader", "text", "--lang", "ms", "--protocol", "rao2022"], "no rules for language 'ms'"),
         (["--reader", "text", "--lang", "en", "--protocol", "rao2022", "--label-set", "extended"], "papers label set"),
         (["--reader", "tsv", "--lang", "en", "--protocol", "rao2022"], "reader tsv has no marks"),
+        (["--reader", "text", "--lang", "zh", "--protocol", "rao2022", "--user-dict", "words.dict"], "drop user_dict"),
     ],
 )
 def test_a_protocol_that_cannot_label_the_corpus_is_refused(tmp_path, args, says):
     src = tmp_path / "a.txt"
     src.write_text("Hello, world.\n", encoding="utf-8")
+    (tmp_path / "words.dict").write_text("演示 5\n", encoding="utf-8")
+    args = [tmp_path / a if a == "words.dict" else a for a in args]
     rc, err = call("pipeline", ["ingest", *args, "--corpus", "c", "--out", tmp_path / "out", src])
     line = error_line(rc, err)
     assert "--protocol" in line or "protocol" in line

@@ -153,15 +153,18 @@ def load(name: str) -> Protocol | None:
     return Protocol(name, str(data.get("title", name)), languages, tables)
 
 
-def check(name: str, lang: str, label_set: str, reader: str | None = None) -> None:
+def check(name: str, lang: str, label_set: str, reader: str | None = None, user_dict: str | None = None) -> None:
     """Refuse a protocol that cannot label this corpus: a language it does not cover, another label
-    set than ``papers`` (its rules label PERIOD, QUESTION, COMMA), a reader whose labels are given."""
+    set than ``papers`` (its rules label PERIOD, QUESTION, COMMA), a reader whose labels are given,
+    a user dictionary (the paper segments with the segmenter's own)."""
     protocol = load(name)
     if protocol is None:
         return
     rules = protocol.rules(lang)
     if rules.relabels and label_set != "papers":
         raise ProtocolError(f"protocol: {name} labels in the papers label set, not {label_set!r}")
+    if rules.segmenter and user_dict:
+        raise ProtocolError(f"protocol: {name} segments {lang} with {rules.segmenter}'s own dictionary: drop user_dict")
     if rules.relabels and reader in ("tsv", "transcript"):
         raise ProtocolError(f"protocol: {name} relabels punctuated text; reader {reader} has no marks to relabel")
 

@@ -121,7 +121,7 @@ def get_language(
     if protocol != language.protocol:
         from pipeline.text import protocols
 
-        protocols.check(protocol, code, labels)
+        protocols.check(protocol, code, labels, user_dict=user_dict)
         language = dataclasses.replace(language, protocol=protocol)
     return language
 
