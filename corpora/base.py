@@ -42,10 +42,14 @@ def prepare_with(
     spoken: bool = False,
     glob: str = "*",
     user_dict: str | None = None,
+    protocol: str = "papers",
     **options,
 ) -> Prepared:
-    """``prepare`` of a reader: :func:`pipeline.ingest.ingest_table` (the same step as a sharded run)."""
-    table, report = ingest_table(reader, paths, lang, corpus, options, spoken=spoken, glob=glob, user_dict=user_dict)
+    """``prepare`` of a reader: :func:`pipeline.ingest.ingest_table` (the same step as a sharded run);
+    ``protocol``: a paper's preprocessing (:mod:`pipeline.text.protocols`)."""
+    table, report = ingest_table(
+        reader, paths, lang, corpus, options, spoken=spoken, glob=glob, user_dict=user_dict, protocol=protocol
+    )
     counts = Counts()
     for key, value in report.items():
         if key == "dropped":

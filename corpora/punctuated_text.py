@@ -108,7 +108,8 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
     counts.stats["lines"] += len(lines)
     counts.stats["blank_lines"] += int(blank.sum())
     lines = language.normalize(lines, counts.stats)
-    labelled = label_lines(lines, language, keep_other_scripts=transcript)
+    names, seg = numbering(shard, blank, options.doc_boundary)
+    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names)
     counts.dropped.update(labelled.dropped)
     labels = None
     if transcript:  # an ASR hypothesis: marks found anyway are stripped, counted
@@ -117,7 +118,6 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
         labels = pa.ListArray.from_arrays(labelled.labels.offsets, pa.array(["O"] * len(flat), pa.string()))
     lengths = pc.list_value_length(labelled.words).to_numpy(zero_copy_only=False)
     counts.dropped["line_without_words"] += int(((lengths == 0) & ~blank).sum())
-    names, seg = numbering(shard, blank, options.doc_boundary)
     keep = lengths > 0
     return StepResult(lines_table(corpus, language.code, names, seg, labelled, keep, labels), counts)
 

@@ -33,6 +33,7 @@ _FLAGS = {
     "spoken": "--spoken",
     "user_dict": "--user-dict",
     "label_set": "--label-set",
+    "protocol": "--protocol",
 }
 
 
@@ -361,6 +362,13 @@ def _ingest_options(ingest) -> None:
         "label_set",
         help="the labels marks map to: papers, extended, extended_danda, or a label-set table's path",
     )
+    _option(
+        ingest,
+        "--protocol",
+        P.CorpusBase,
+        "protocol",
+        help="a paper's preprocessing, labelling and table counting (lexicons/protocols): papers, alam2020, rao2022",
+    )
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
     _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
@@ -571,7 +579,8 @@ COMMANDS = {
             "help": "label distributions, lengths, drift and leakage",
             "description": "Write DIR/audit.json (per dataset and split: words, label and case counts and shares, "
             "sentence and segment lengths, vocabulary, OOV, drift, leakage), label_shares.csv, case_shares.csv, "
-            "sentence_lengths.csv, audit.html and table1.md.",
+            "sentence_lengths.csv, audit.html, table1.md and paper_tables.json (the published tables of the "
+            "paper protocols the datasets were made under, counted the paper's way).",
         },
         _audit_options,
     ),

@@ -38,6 +38,7 @@ from pipeline.errors import ParamsError
 from pipeline.labels import DEFAULT_LABEL_SET, is_built_in, label_set_file
 from pipeline.labels import label_set as get_label_set
 from pipeline.schema import SCHEMA_NAME, concat
+from pipeline.text.protocols import PAPERS as PAPERS_PROTOCOL
 
 log = logging.getLogger(__name__)
 READER_GROUP = "punct_corpora.readers"
@@ -120,17 +121,19 @@ class IngestStep:
         user_dict: str | None = None,
         suffixes: dict[str, str] | None = None,
         label_set: str = DEFAULT_LABEL_SET,
+        protocol: str = PAPERS_PROTOCOL,
     ):
         self.reader, self.lang, self.corpus, self.options, self.spoken = reader, lang, corpus, options, spoken
         self.user_dict = user_dict
         self.suffixes = suffixes or {}
         self.label_set = label_set
+        self.protocol = protocol
 
     def __call__(self, shard) -> StepResult:
         from pipeline.text.languages import get_language
 
         module = reader_module(self.reader)
-        language = get_language(self.lang, self.user_dict, self.label_set)
+        language = get_language(self.lang, self.user_dict, self.label_set, self.protocol)
         try:
             result = module.read(shard, language, self.corpus, self.options)
         except RecursionError:  # nested JSON (or markup) deeper than a parser's recursion
@@ -168,12 +171,16 @@ def plan(
     glob: str = "*",
     user_dict: str | None = None,
     label_set: str = DEFAULT_LABEL_SET,
+    protocol: str = PAPERS_PROTOCOL,
 ) -> tuple[list, list[Path], Counts]:
     """The shards of an ingest, the input files, and the counts of directory entries not read."""
+    from pipeline.text import protocols
     from pipeline.text.languages import get_language
 
-    # an unknown language (an unreadable dictionary, a bad label set) fails here
-    get_language(lang, user_dict, label_set)
+    # an unknown language (an unreadable dictionary, a bad label set, a protocol that cannot label
+    # it) fails here
+    get_language(lang, user_dict, label_set, protocol)
+    protocols.check(protocol, lang, label_set, reader)
     skipped: dict = {}
     files: list[Path] = []
     for source in [inputs] if isinstance(inputs, str | os.PathLike) else inputs:
@@ -215,14 +222,18 @@ def ingest(
     scheduler: str | None = None,
     lines_per_shard: int = 100_000,
     label_set: str = DEFAULT_LABEL_SET,
+    protocol: str = PAPERS_PROTOCOL,
 ) -> dict:
     """Read ``inputs`` with ``reader`` into the segment dataset ``out`` (a folder of parts) and its
     counts into ``stats``; both appear together or not at all; ``label_set``: the labels the marks
-    get (recorded in the manifest).  Returns the report."""
+    get (recorded in the manifest); ``protocol``: a paper's preprocessing (:mod:`pipeline.text.protocols`;
+    recorded in the manifest with the input files' names, unless ``papers``).  Returns the report."""
+    from pipeline.text import protocols
+
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
-    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set)
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set, protocol)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set, protocol)
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     # the folders given too: an output inside one would be read by the next run
     table_file = None if is_built_in(label_set) else label_set_file(label_set)
@@ -238,7 +249,14 @@ def ingest(
             log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
             results = run_step(runner, step, shards, folder, label=f"ingest {corpus}")
         counts.add(counts_of(results))
-        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(get_label_set(label_set)))
+        finish(
+            folder,
+            "segments",
+            results,
+            schema=SCHEMA_NAME,
+            **manifest_entry(get_label_set(label_set)),
+            **protocols.record(protocol, lang, corpus, files, reader),
+        )
         report = report_of(reader, lang, corpus, counts)
         if report.get("ids_made_unique"):
             log.warning(
@@ -271,6 +289,7 @@ def ingest_corpus(entry, inputs, corpus: str, out, stats, engine) -> dict:
         scheduler=engine.scheduler,
         lines_per_shard=engine.shard_lines,
         label_set=entry.label_set,
+        protocol=entry.protocol,
     )
     dropped = sum(report["dropped"].values())
     where = f" (see {stats})" if stats else ""
@@ -296,12 +315,13 @@ def ingest_table(
     user_dict: str | None = None,
     lines_per_shard: int = 100_000,
     label_set: str = DEFAULT_LABEL_SET,
+    protocol: str = PAPERS_PROTOCOL,
 ) -> tuple[pa.Table, dict]:
     """The same ingest in memory: the segment table and the report (for small data and tests)."""
     if not hasattr(options, "model_dump"):
         options = validate_options(reader, options)
-    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set)
+    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set, protocol)
+    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set, protocol)
     tables = []
     for shard in shards:
         result = step(shard)

@@ -103,7 +103,23 @@ class CorpusBase(Section):
         "the labels marks map to: a built-in set (papers, extended, extended_danda) or a label-set table's path "
         "(a dependency of the stage); recorded in the dataset",
     )
+    protocol: str = _field(
+        "papers",
+        "a paper's preprocessing (rewrites, labelling, table counting) from lexicons/protocols: papers (the "
+        "project's rules), alam2020, rao2022; recorded in the dataset",
+    )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: str) -> str:
+        from pipeline.text.protocols import ProtocolError, load
+
+        try:
+            load(value)
+        except ProtocolError as exc:
+            raise ValueError(str(exc).removeprefix("protocol: ")) from None
+        return value
 
     @field_validator("label_set")
     @classmethod

@@ -175,6 +175,13 @@ def _label_set_file(spec: str) -> str:
     return str(path.relative_to(ROOT)) if path.is_absolute() and path.is_relative_to(ROOT) else str(path)
 
 
+def _protocol_file(name: str) -> str | None:
+    """A paper protocol's file (its rules and published tables): none for ``papers``."""
+    from pipeline.text.protocols import PAPERS
+
+    return None if name == PAPERS else f"lexicons/protocols/{name}.yaml"
+
+
 def _lexicon_dirs(lang: str) -> list[str]:
     return ["lexicons/common", *([f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [])]
 
@@ -227,6 +234,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         if entry.spoken:
             modules += [*_grammar_modules(entry.lang), "pipeline.text.spoken"]
         files = [entry.user_dict, entry.model_dump().get("sources"), _label_set_file(entry.label_set)]
+        files.append(_protocol_file(entry.protocol))
         stage(
             f"ingest-{name}",
             command("stages.ingest", name, "--params", p, "--out", layout.segments(name))
@@ -380,8 +388,9 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
             [f"{data}/alignment/{n}.json" for n in params.alignments],
             [layout.dataset(n, "report.json") for n in params.datasets],
             closure("stages.audit"),
+            sorted({f for e in params.corpus_entries.values() if (f := _protocol_file(e.protocol))}),
         ),
-        [nocache(f"{reports}/audit.html"), nocache(f"{reports}/table1.md")],
+        [nocache(f"{reports}/audit.html"), nocache(f"{reports}/table1.md"), nocache(f"{reports}/paper_tables.json")],
         extra={
             "metrics": [nocache(f"{reports}/audit.json")],
             "plots": [

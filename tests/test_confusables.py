@@ -1,5 +1,6 @@
 """Offline g2p and exact phoneme-edit-distance confusables."""
 
+import json
 import random
 import subprocess
 import sys
@@ -126,7 +127,7 @@ def test_bad_vocabularies(en):
 
 def test_cli(tmp_path, root):
     vocab = tmp_path / "v.txt"
-    vocab.write_text("like\nalike\nbike\n123\n")
+    vocab.write_text("like\nalike\nbike\nBike\n\n123\n")
     from pipeline.cli import main
 
     assert (
@@ -150,6 +151,9 @@ def test_cli(tmp_path, root):
     table = pq.read_table(tmp_path / "c.parquet")
     assert table.column_names == ["word", "phonemes", "neighbor", "neighbor_phonemes", "distance", "rank", "homophone"]
     assert table.num_rows == 6
+    report = json.loads((tmp_path / "c.json").read_text())
+    # the entries as given (Zheng 2022's dictionary size is web2's) and the case-folded vocabulary
+    assert (report["entries"], report["vocabulary"]) == (5, 4)
     assert (
         main(
             [

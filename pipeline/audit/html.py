@@ -30,6 +30,36 @@ def table1_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _paper_tables_html(tables: dict) -> str:
+    """The papers' tables: per dataset, each column as counted here and as published."""
+    import html
+
+    if not tables:
+        return ""
+    out = ["<h2>Paper tables</h2>"]
+    for title, entries in tables.items():
+        columns = list(entries[0]["columns"])
+        head = "".join(f"<th>{html.escape(c)} (here / paper)</th>" for c in columns)
+        rows = []
+        for e in entries:
+            published = e.get("published") or {}
+            cells = "".join(
+                f"<td>{html.escape(str(e['columns'][c]))} / {html.escape(str(published.get(c, '-')))}</td>"
+                for c in columns
+            )
+            verdict = "no published row" if not published else ("agrees" if e.get("within_tolerance") else "differs")
+            note = f" ({html.escape(e['note'])})" if e.get("note") else ""
+            rows.append(
+                f"<tr><td>{html.escape(e['dataset'])}</td><td>{html.escape(str(e.get('row') or '-'))}</td>"
+                f"{cells}<td>{verdict}{note}</td></tr>"
+            )
+        out.append(
+            f'<h3>{html.escape(title)}</h3><div class="scroll"><table><tr><th>dataset</th><th>paper row</th>'
+            f"{head}<th></th></tr>{''.join(rows)}</table></div>"
+        )
+    return "".join(out)
+
+
 def capped_histogram(histogram, bins: int = 40) -> list[tuple[int, int]]:
     """(length, sentences) for lengths 1..bins, the last bin holding every longer sentence."""
     counts = [0] * (bins + 1)
@@ -211,11 +241,13 @@ def report_html(
     histograms: dict[str, list[tuple[int, int]]],
     title: str = "Label audit",
     readers: dict[str, str] | None = None,
+    paper_tables: dict | None = None,
 ) -> str:
     """A self-contained page: tables, SVG charts, warnings and notes; no script, no network fetch.
 
     ``readers`` (dataset name -> reader) decides where the note on Alam et al. (2020) applies:
-    beside the datasets read with its format only."""
+    beside the datasets read with its format only; ``paper_tables``: the papers' tables of the
+    datasets made under a paper protocol, shown beside the published numbers."""
     import html
 
     readers = readers or {}
@@ -282,6 +314,7 @@ def report_html(
             f'<div class="charts">{charts}</div>{extra}{note}</section>'
         )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES if n != ALAM_NOTE)
+    papers = _paper_tables_html(paper_tables or {})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
@@ -304,7 +337,7 @@ td:first-child, th:first-child {{ text-align: left; }}
 <th>COMMA</th><th>QUESTION</th><th>O</th><th>case U / A / M %</th><th>sentence length</th><th>vocabulary</th>
 <th>warnings</th></tr>
 {"".join(rows)}</table></div>
-{"".join(sections)}
+{"".join(sections)}{papers}
 <h2>Notes</h2><ul>{notes}</ul>
 </body></html>
 """

@@ -1,5 +1,7 @@
 """Writing the audit's outputs: ``audit.json`` (DVC metrics), ``label_shares.csv``,
-``case_shares.csv`` and ``sentence_lengths.csv`` (DVC plots), ``audit.html`` and ``table1.md``.
+``case_shares.csv`` and ``sentence_lengths.csv`` (DVC plots), ``audit.html``, ``table1.md`` and
+``paper_tables.json`` (the published tables of the paper protocols the datasets were made under,
+counted the papers' way beside the published numbers: :func:`pipeline.text.protocols.paper_tables`).
 
 Alignment and dataset reports are given by path (the caller knows them from its params), and
 summarized beside their dataset.  All files are promoted together.
@@ -15,7 +17,15 @@ from pipeline.audit.html import capped_histogram, report_html, table1_markdown
 from pipeline.audit.stats import alignment_summary
 from pipeline.engine import location, reading, writing
 
-OUTPUTS = ("audit.json", "label_shares.csv", "case_shares.csv", "sentence_lengths.csv", "audit.html", "table1.md")
+OUTPUTS = (
+    "audit.json",
+    "label_shares.csv",
+    "case_shares.csv",
+    "sentence_lengths.csv",
+    "audit.html",
+    "table1.md",
+    "paper_tables.json",
+)
 
 
 def _csv(rows, header) -> str:
@@ -45,9 +55,15 @@ def with_reports(
     return result
 
 
-def write_outputs(result: dict, histograms: dict, out: Path, inputs=(), readers: dict | None = None) -> None:
+def write_outputs(
+    result: dict, histograms: dict, out: Path, inputs=(), readers: dict | None = None, protocols: dict | None = None
+) -> None:
     """Write every output file of the audit into ``out`` (see the module doc); ``readers`` (dataset
-    name -> reader) places the notes that concern one source format (:func:`report_html`)."""
+    name -> reader) places the notes that concern one source format (:func:`report_html`);
+    ``protocols``: dataset name -> the protocol record of its manifest."""
+    from pipeline.text.protocols import paper_tables
+
+    tables = paper_tables(result, protocols or {})
     capped = {name: capped_histogram(h) for name, h in sorted(histograms.items())}
     texts = {
         "audit.json": None,
@@ -63,13 +79,14 @@ def write_outputs(result: dict, histograms: dict, out: Path, inputs=(), readers:
             [(name, length, n) for name, rows in capped.items() for length, n in rows],
             ["dataset", "sentence_length", "sentences"],
         ),
-        "audit.html": report_html(result, capped, readers=readers),
+        "audit.html": report_html(result, capped, readers=readers, paper_tables=tables),
         "table1.md": table1_markdown(result),
+        "paper_tables.json": tables,
     }
     with writing.Outputs(inputs=inputs) as outputs:
         for name, text in texts.items():
             path = outputs.file(location.join(out, name))
-            if text is None:
-                writing.write_json_in_place(result, path)
+            if not isinstance(text, str):
+                writing.write_json_in_place(result if text is None else text, path)
             else:
                 writing.write_text_in_place(text, path)

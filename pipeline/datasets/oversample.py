@@ -41,6 +41,7 @@ from pipeline.engine.dataset import (
     finish,
     labels_of,
     manifest_entry,
+    protocol_entry,
     read_rows,
     read_shard,
     row_shards,
@@ -529,7 +530,7 @@ def oversample_dataset(
             )  # fmt: skip
             results = run_step(runner, write, shards, folder, label="oversample")
         counts = counts_of(results)
-        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
+        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set), **protocol_entry(source))
         writing.write_manifest(
             augmented_folder,
             {
@@ -539,6 +540,7 @@ def oversample_dataset(
                 "words": int(counts.stats["augmented_words"]),
                 "schema": SCHEMA_NAME,
                 **manifest_entry(label_set),
+                **protocol_entry(source),
             },
         )
         out_report: dict = {}

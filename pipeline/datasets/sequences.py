@@ -564,7 +564,16 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
     from pipeline.audit.stats import AuditView, audit_dataset_views
     from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
     from pipeline.engine import location, reading, writing
-    from pipeline.engine.dataset import counts_of, finish, labels_of, manifest_entry, one_value, row_shards, run_step
+    from pipeline.engine.dataset import (
+        counts_of,
+        finish,
+        labels_of,
+        manifest_entry,
+        one_value,
+        protocol_entry,
+        row_shards,
+        run_step,
+    )
     from pipeline.engine.executor import executor, record_timing
     from pipeline.params import EngineParams
 
@@ -607,7 +616,14 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)
-        finish(folder, "sequences", results, schema="punct-sequences/2", **manifest_entry(label_set))
+        finish(
+            folder,
+            "sequences",
+            results,
+            schema="punct-sequences/2",
+            **manifest_entry(label_set),
+            **protocol_entry(source),
+        )
         out_report: dict = {}
         for path in earlier:
             out_report.update(reading.read_json(path))

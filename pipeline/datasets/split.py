@@ -38,6 +38,7 @@ from pipeline.engine.dataset import (
     finish,
     labels_of,
     manifest_entry,
+    protocol_entry,
     read_rows,
     row_shards,
     run_step,
@@ -557,7 +558,14 @@ def split_dataset(
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
         counts = counts_of(results)
-        finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
+        finish(
+            folder,
+            "segments",
+            results,
+            schema=SCHEMA_NAME,
+            **manifest_entry(label_set),
+            **protocol_entry([i.path for i in inputs]),
+        )
         out_report = {key: int(value) for key, value in sorted(counts.stats.items())}
         out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
         if params.drop_train_duplicates:

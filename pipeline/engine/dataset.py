@@ -96,6 +96,32 @@ def manifest_entry(label_set) -> dict:
     return {} if label_set.is_papers else {"label_set": label_set.record()}
 
 
+def protocols_of(paths) -> dict:
+    """The paper protocols the datasets ``paths`` were made under, by corpus: an ingest's record
+    (``protocol``), or those a dataset made from several carries on (``protocols``)."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    found: dict = {}
+    for path in paths:
+        manifest = reading.read_manifest(path) if not location.is_file(path) else None
+        if not isinstance(manifest, dict):
+            continue
+        record = manifest.get("protocol")
+        if isinstance(record, dict) and "corpus" in record:
+            found[record["corpus"]] = record
+        carried = manifest.get("protocols")
+        if isinstance(carried, dict):
+            found.update(carried)
+    return found
+
+
+def protocol_entry(paths) -> dict:
+    """What a dataset made from the datasets ``paths`` records of their protocols: nothing where all
+    are ``papers`` (the manifest keeps its bytes), else ``protocols`` by corpus."""
+    found = protocols_of(paths)
+    return {"protocols": dict(sorted(found.items()))} if found else {}
+
+
 def dataset_labels(path):
     """The label set the dataset ``path`` records (``papers`` where its manifest has none, or it has
     no manifest: a lone Parquet file, a dataset written before label sets)."""

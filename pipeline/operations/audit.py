@@ -14,14 +14,22 @@ def audit(
     inputs, out, engine, *, drift_threshold: float = DRIFT_THRESHOLD, names=(), reports=None, readers=None
 ) -> dict:
     """Audit the segment datasets ``inputs`` into the folder ``out`` (audit.json, the CSVs, the page,
-    table1.md), sharded by ``engine`` (:class:`pipeline.params.EngineParams`).  ``names``: datasets
+    table1.md, paper_tables.json), sharded by ``engine`` (:class:`pipeline.params.EngineParams`).  ``names``: datasets
     reported even when they have no rows; ``reports``: ``(alignments, datasets)``, the alignment
     and dataset report files summarized beside the datasets; ``readers``: dataset name -> reader,
     which places the page's notes that concern one source format."""
     from pipeline.audit.reports import with_reports, write_outputs
     from pipeline.audit.stats import audit_datasets, empty_summary
-    from pipeline.engine import location, writing
+    from pipeline.engine import location, reading, writing
     from pipeline.engine.executor import executor
+
+    # the paper protocols the datasets were made under (their ingest's manifest says), for the
+    # papers' tables; a dataset made from them (split, oversampled) counts other rows: not compared
+    protocols = {}
+    for path in inputs:
+        record = (reading.read_manifest(path) or {}).get("protocol")
+        if isinstance(record, dict) and "corpus" in record:
+            protocols[record["corpus"]] = record
 
     with writing.Outputs(inputs=inputs) as outputs, executor(engine.engine, engine.workers, engine.scheduler) as runner:
         result, histograms = audit_datasets(
@@ -35,7 +43,9 @@ def audit(
         result.setdefault(name, empty_summary())
     if reports is not None:
         result = with_reports(result, *reports)
-    write_outputs(result, histograms, out, inputs=inputs, readers=readers)
+    # the readers the manifests name (datasets made under a protocol), where the caller gave none
+    readers = {**{name: r["reader"] for name, r in protocols.items() if "reader" in r}, **(readers or {})}
+    write_outputs(result, histograms, out, inputs=inputs, readers=readers, protocols=protocols)
     log.info("audit: %d dataset(s) -> %s", len(result), location.join(out, "audit.json"))
     return result
 

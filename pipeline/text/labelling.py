@@ -210,12 +210,18 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
     return encoded_codes(CASE_VALUES, codes), surface
 
 
-def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> Labelled:
+def label_lines(lines, language: Language, keep_other_scripts: bool = False, documents=None) -> Labelled:
     """Label each line of punctuated text.  ``lines`` are already normalized.
 
     ``keep_other_scripts``: keep words in another script than the language's even where the
-    language drops them (an ASR hypothesis is what it is: every word stays)."""
+    language drops them (an ASR hypothesis is what it is: every word stays).  ``documents``: a
+    document key per line (None: one document), for a paper protocol that rewrites a document's
+    lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line."""
     lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
+    if language.relabelled:
+        from pipeline.text import protocols
+
+        return protocols.label_lines(lines, language, documents)
     table = language.punctuation
     lines = _separate_glued_marks(lines, table)
     if language.tokenize is not None:

@@ -58,6 +58,17 @@ class Language:
     notes: str = field(default="", compare=False)
     #: the label set its marks are labelled in (a built-in's name or a table's path)
     label_set: str = DEFAULT_LABEL_SET
+    #: the paper protocol it is labelled under (``papers``: the project's rules; see
+    #: :mod:`pipeline.text.protocols`)
+    protocol: str = "papers"
+
+    @property
+    def relabelled(self) -> bool:
+        """Does a protocol replace the project's normalization and labelling?"""
+        from pipeline.text import protocols
+
+        found = protocols.load(self.protocol)
+        return found is not None and found.rules(self.code).relabels
 
     @property
     def punctuation(self) -> PunctuationTable:
@@ -75,7 +86,9 @@ class Language:
         """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
         replaced (control characters) is counted in ``counts``."""
         lines = clean_lines(lines, self.keep_joiners, counts)
-        if self.normalize_block is None or not len(lines):
+        # a protocol's rewrites take the text as the paper did: the language's own fixes would
+        # change what they see (Mandarin's stray spaces are slots' ends to Rao et al. 2022)
+        if self.normalize_block is None or not len(lines) or self.relabelled:
             return lines
         return _normalize_as_block(lines, self.normalize_block)
 
@@ -91,9 +104,11 @@ class Language:
 
 
 @functools.cache
-def get_language(code: str, user_dict: str | None = None, labels: str = DEFAULT_LABEL_SET) -> Language:
+def get_language(
+    code: str, user_dict: str | None = None, labels: str = DEFAULT_LABEL_SET, protocol: str = "papers"
+) -> Language:
     """The language of ``code``; ``user_dict``: a jieba user dictionary (Mandarin only); ``labels``:
-    the label set its marks are labelled in."""
+    the label set its marks are labelled in; ``protocol``: a paper's protocol it is labelled under."""
     language = _module(code).LANGUAGE
     if user_dict is not None:
         configure = getattr(_module(code), "with_user_dict", None)
@@ -103,6 +118,11 @@ def get_language(code: str, user_dict: str | None = None, labels: str = DEFAULT_
     if labels != language.label_set:
         language = dataclasses.replace(language, label_set=labels)
         language.punctuation  # noqa: B018 (a label set that lacks a label of the mark table fails here)
+    if protocol != language.protocol:
+        from pipeline.text import protocols
+
+        protocols.check(protocol, code, labels, user_dict=user_dict)
+        language = dataclasses.replace(language, protocol=protocol)
     return language
 
 
