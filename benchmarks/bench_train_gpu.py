@@ -128,7 +128,7 @@ def project_loop(args, name, precision, folder, max_tokens=0) -> dict:
         "max_tokens": max_tokens,
         "precision": precision,
         "device": "cpu" if args.cpu else "cuda",
-        "workers": args.workers,
+        "loader_workers": args.workers,
         "warmup": 0.0,
         "encoder_lr": 1e-5,
         "log_every": 10**9,

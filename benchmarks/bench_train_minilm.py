@@ -119,7 +119,7 @@ def main() -> None:
         "warmup": 0.1,
         "seed": args.seed,
         "device": args.device,
-        "workers": args.workers,
+        "loader_workers": args.workers,
         "max_steps": args.max_steps,
         "capitalization": {"weight": 0.5} if args.case else None,
     }

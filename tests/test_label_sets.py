@@ -218,7 +218,7 @@ def test_hf_export_loads_with_the_class_names(dataset):
 def test_training_heads_metadata_and_scores_follow_the_set(dataset, tmp_path):
     from pipeline.operations.train import train
     from pipeline.training import Punctuator
-    from pipeline.training.config import validate_train_params
+    from pipeline.params import validate_train_params
     from pipeline.training.data import SequenceOptions
     from pipeline.training.model import load_checkpoint
 

@@ -269,7 +269,7 @@ def _models(model, seen):
 
 def test_every_params_key_has_a_description():
     from pipeline.ingest import reader_module, readers
-    from pipeline.training.config import TrainParams
+    from pipeline.params import TrainParams
 
     seen: set = set()
     roots = [

@@ -67,7 +67,7 @@ def project(shared, tmp_path_factory):
                 "seed": 3,
                 "progress": False,
                 "device": "cpu",
-                "workers": 1,
+                "loader_workers": 1,
                 "checkpoint_every": 5,
             }
         },
@@ -243,7 +243,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 import pipeline.training.loop, pipeline.training.model, pipeline.training.data
-import pipeline.training.config, pipeline.datasets.augment, stages.train
+import pipeline.params, pipeline.datasets.augment, stages.train
 from pipeline.training.inference import predict_words
 from pipeline.training.loop import train, evaluate
 print("ok", sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r}))

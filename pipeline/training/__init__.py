@@ -13,7 +13,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "Punctuator": "punctuator",
-        "TrainParams": "config",
+        "TrainParams": "params",
         "train": "loop",
         "evaluate": "loop",
         "build_model": "model",
