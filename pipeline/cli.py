@@ -153,7 +153,7 @@ def _audit(args) -> dict:
 
 
 #: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force")
 
 
 def _align_side(args, side: str):
@@ -185,11 +185,12 @@ def _align(args) -> dict:
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
-    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus)
+    engine = _engine(args, workers="--workers")
+    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus, engine=engine)
 
 
 #: confusables options that are keys of a confusables entry
-_CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
+_CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "threads")
 
 
 def _confusables(args) -> dict:
@@ -421,7 +422,7 @@ def _align_options(align) -> None:
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
     )
-    _option(align, "--workers", A, "workers", type=int, help="processes aligning documents (0: one per core)")
+    _engine_options(align, "workers")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
@@ -436,7 +437,7 @@ def _confusables_options(conf) -> None:
     _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
     _option(conf, "--k", C, "k", type=int, help="neighbours per word")
     _switch(conf, "--keep-stress", C, "keep_stress", "keep English stress digits / Mandarin tones")
-    _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
+    _option(conf, "--threads", C, "threads", type=int, help="threads of the neighbour search (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)

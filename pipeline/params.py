@@ -158,8 +158,9 @@ class AlignmentParams(Section):
     force: bool = _field(
         False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
     )
-    workers: int = _field(1, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
-    engine: EngineOverride | None = _field(None, "engine keys for this alignment")
+    engine: EngineOverride | None = _field(
+        None, "engine keys for this alignment (its worker processes: engine.workers)"
+    )
 
     @model_validator(mode="after")
     def _pairs_with_file(self):
@@ -181,7 +182,7 @@ class ConfusablesParams(Section):
     min_count: int = _field(1, "a corpus word's least number of occurrences to be in the vocabulary", ge=1)
     k: int = _field(3, "confusable words kept per word", ge=1, le=100)
     keep_stress: bool = _field(False, "compare phonemes with their stress marks (languages with stress)")
-    workers: int = _field(0, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
+    threads: int = _field(0, "threads of the neighbour search (0: one per core)", ge=0, le=MAX_WORKERS)
 
     @model_validator(mode="after")
     def _one_vocabulary(self):

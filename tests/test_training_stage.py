@@ -184,7 +184,7 @@ def test_restore_case_uses_the_mixed_case_lexicon():
     [
         ({"bogus": 1}, f"train.{NAME}.bogus: unknown key"),
         ({"epochs": 0}, f"train.{NAME}.epochs: input should be greater than or equal to 1 (got 0)"),
-        ({"max_len": 128}, f"train.{NAME}.max_len: 128 differs from datasets.ted.sequences.max_len 64"),
+        ({"max_len": 128}, f"train.{NAME}.max_len: 128 differs from the dataset's max_len 64"),
         ({"max_tokens": 32}, "max_tokens: 32 is less than the dataset's max_len 64"),
         ({"dataset": "other"}, f"train.{NAME}.dataset: 'other' is not a dataset"),
     ],

@@ -461,7 +461,6 @@ def train(
 
 __all__ = [
     "SequenceOptions",
-    "TrainParams",
     "TrainingData",
     "evaluate",
     "predict_sequences",
