@@ -359,7 +359,7 @@ class TrainParams(Section):
     the tokenizer are the dataset's, read from its sequences' manifest."""
 
     dataset: str | None = _field(None, "dataset name (data/datasets/<dataset>: its sequences, tokenizer and segments)")
-    lang: str = _field("en", "language of the dataset (for augmentation's confusables)")
+    lang: str = _field("en", "language of the model's text (what `punctuate` normalizes it as by default)")
 
     # model: a pretrained name or folder, or a config for a model from scratch (exactly one)
     pretrained: str | None = _field(
@@ -416,6 +416,11 @@ class TrainParams(Section):
     def _one_model(self):
         if bool(self.pretrained) == bool(self.config):
             raise ValueError("give exactly one of pretrained (a name or folder) and config (a model from scratch)")
+        if self.augmentation is not None and "copies" in self.augmentation.model_fields_set:
+            # a key nothing would read: training draws its augmentation anew every epoch
+            raise ValueError(
+                "augmentation.copies: training draws augmentation anew each epoch (copies is oversample's)"
+            )
         return self
 
 
