@@ -76,7 +76,7 @@ def finetune(shared: Path, steps: int, seed: int, tmp: Path):
         "warmup": 0.1,
         "seed": seed,
         "device": "cpu",
-        "workers": 0,
+        "loader_workers": 0,
         "max_steps": steps,
         "progress": False,
     }

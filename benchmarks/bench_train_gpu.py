@@ -128,7 +128,7 @@ def project_loop(args, name, precision, folder, max_tokens=0) -> dict:
         "max_tokens": max_tokens,
         "precision": precision,
         "device": "cpu" if args.cpu else "cuda",
-        "workers": args.workers,
+        "loader_workers": args.loader_workers,
         "warmup": 0.0,
         "encoder_lr": 1e-5,
         "log_every": 10**9,
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-len", type=int, help="sequence length (GPU 256, CPU 64)")
     parser.add_argument("--steps", type=int, help="timed steps (GPU 60, CPU 12)")
     parser.add_argument("--warmup", type=int, help="steps before the timing starts (GPU 10, CPU 3)")
-    parser.add_argument("--workers", type=int, default=None, help="loader workers (GPU 4, CPU 0)")
+    parser.add_argument("--loader-workers", type=int, default=None, help="DataLoader workers (GPU 4, CPU 0)")
     parser.add_argument("--punctuate-words", type=int, default=None, help="words for the punctuate rate")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed (CUDA)")
@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     args.max_len = args.max_len or (256 if gpu else 64)
     args.steps = args.steps or (60 if gpu else 12)
     args.warmup = args.warmup if args.warmup is not None else (10 if gpu else 3)
-    args.workers = args.workers if args.workers is not None else (4 if gpu else 0)
+    args.loader_workers = args.loader_workers if args.loader_workers is not None else (4 if gpu else 0)
     args.punctuate_words = args.punctuate_words or (20_000 if gpu else 3_000)
     logging.basicConfig(level=logging.WARNING)
     if gpu:

@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--head", default="linear")
     parser.add_argument("--max-steps", type=int, default=0)
     parser.add_argument("--case", action="store_true", help="also a capitalization head, on cased TED talks")
-    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
     parser.add_argument("--seed", type=int, default=1, help="the training seed (initialization, batches)")
     args = parser.parse_args()
     shared = require_shared()
@@ -119,7 +119,7 @@ def main() -> None:
         "warmup": 0.1,
         "seed": args.seed,
         "device": args.device,
-        "workers": args.workers,
+        "loader_workers": args.loader_workers,
         "max_steps": args.max_steps,
         "capitalization": {"weight": 0.5} if args.case else None,
     }

@@ -244,7 +244,7 @@ def _table(rows) -> str:
 def params_page() -> tuple[str, list[str]]:
     from pipeline import params as P
     from pipeline.ingest import reader_module, readers
-    from pipeline.training.config import TrainParams
+    from pipeline.params import TrainParams
 
     missing: list[str] = []
     out = [

@@ -157,7 +157,7 @@ def _audit(args) -> dict:
 
 
 #: align options that are keys of an alignments entry
-_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force", "workers")
+_ALIGN_OPTIONS = ("lang", "policy", "pair_by", "pairs", "max_wer", "force")
 
 
 def _align_side(args, side: str):
@@ -189,11 +189,12 @@ def _align(args) -> dict:
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
-    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus)
+    engine = _engine(args, workers="--workers")
+    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus, engine=engine)
 
 
 #: confusables options that are keys of a confusables entry
-_CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "workers")
+_CONFUSABLES_OPTIONS = ("lang", "min_count", "k", "keep_stress", "threads")
 
 
 def _confusables(args) -> dict:
@@ -283,19 +284,17 @@ _SEQUENCE_OPTIONS = ("max_len", "mode", "stride", "slot_filling")
 
 def _train(args) -> dict:
     from pipeline import params as P
-    from pipeline.engine import location
     from pipeline.operations.train import train_config
 
-    for value in (args.dataset, args.config, args.out, args.metrics, args.plots_dir, args.checkpoint_dir):
-        if value:
-            location.require_local(value, "training")
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SEQUENCE_OPTIONS}
-    sequences = _checked(P.SequencesParams, options)
+    checked = _checked(P.SequencesParams, options)
+    # only the options given: the others are the dataset's, which training reads from it
+    given = {key: (flag, getattr(checked, key)) for key, (flag, value) in options.items() if value is not None}
     return train_config(
         args.config,
         args.dataset,
         args.out,
-        sequences,
+        given,
         name=args.name,
         metrics=args.metrics,
         plots_dir=args.plots_dir,
@@ -435,7 +434,7 @@ def _align_options(align) -> None:
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"
     )
-    _option(align, "--workers", A, "workers", type=int, help="processes aligning documents (0: one per core)")
+    _engine_options(align, "workers")
     align.add_argument("--out", required=True, help="output segment dataset (hypothesis words, transferred labels)")
     align.add_argument("--report", required=True, help="output report .json")
     align.set_defaults(func=_align)
@@ -450,7 +449,7 @@ def _confusables_options(conf) -> None:
     _option(conf, "--min-count", C, "min_count", type=int, help="with a segment dataset: keep words seen this often")
     _option(conf, "--k", C, "k", type=int, help="neighbours per word")
     _switch(conf, "--keep-stress", C, "keep_stress", "keep English stress digits / Mandarin tones")
-    _option(conf, "--workers", C, "workers", type=int, help="threads for rapidfuzz (0: one per core)")
+    _option(conf, "--threads", C, "threads", type=int, help="threads of the neighbour search (0: one per core)")
     conf.add_argument("--out", required=True, help="output .parquet")
     conf.add_argument("--report", help="also write what was skipped and search statistics as JSON")
     conf.set_defaults(func=_confusables)
@@ -504,9 +503,6 @@ def _export_options(export) -> None:
 
 
 def _train_options(train) -> None:
-    from pipeline import params as P
-
-    Q = P.SequencesParams
     train.add_argument("--dataset", required=True, metavar="DIR", help="dataset folder (data/datasets/NAME)")
     train.add_argument("--config", required=True, metavar="FILE", help="YAML file of train keys")
     train.add_argument("--out", required=True, metavar="DIR", help="model output folder")
@@ -516,10 +512,18 @@ def _train_options(train) -> None:
     train.add_argument("--confusables", help="confusables Parquet of augmentation.confusables (3R)")
     train.add_argument("--checkpoint-dir", help="resumable checkpoints (default: OUT/checkpoints)")
     train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
-    _option(train, "--max-len", Q, "max_len", type=int, help="tokens per sequence of the dataset")
-    _option(train, "--mode", Q, "mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut")
-    _option(train, "--stride", Q, "stride", type=int, help="tokens shared by consecutive chunks")
-    _switch(train, "--slot-filling", Q, "slot_filling", "labels at <mask> positions (Rao 2022)")
+    # the dataset records how its sequences were built: these only restate it (a different value is refused)
+    train.add_argument("--max-len", type=int, help="tokens per sequence of the dataset (default: the dataset's)")
+    train.add_argument(
+        "--mode", choices=["chunk", "segment"], help="how the dataset's sequences were cut (default: the dataset's)"
+    )
+    train.add_argument("--stride", type=int, help="words shared by consecutive chunks (default: the dataset's)")
+    train.add_argument(
+        "--slot-filling",
+        action="store_true",
+        default=None,
+        help="labels at <mask> positions (Rao 2022) (default: the dataset's)",
+    )
     train.set_defaults(func=_train)
 
 
@@ -627,8 +631,8 @@ COMMANDS = {
             "description": "Train the model a YAML file of train keys describes (a train.NAME entry of params.yaml "
             "written alone) on a dataset folder the dataset stages wrote (sequences.parquet, tokenizer/, "
             "oversampled.parquet), as the train stage does; save the best model to --out, score it on test and dev, "
-            "write the metrics JSON and the steps and confusion CSVs.  The sequence options must be those the "
-            "dataset's sequences were built with.",
+            "write the metrics JSON and the steps and confusion CSVs.  The sequence options and the tokenizer "
+            "are those the dataset's sequences record; an option given must restate them.",
         },
         _train_options,
     ),

@@ -174,8 +174,9 @@ class AlignmentParams(Section):
     force: bool = _field(
         False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
     )
-    workers: int = _field(1, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
-    engine: EngineOverride | None = _field(None, "engine keys for this alignment")
+    engine: EngineOverride | None = _field(
+        None, "engine keys for this alignment (its worker processes: engine.workers)"
+    )
 
     @model_validator(mode="after")
     def _pairs_with_file(self):
@@ -197,7 +198,7 @@ class ConfusablesParams(Section):
     min_count: int = _field(1, "a corpus word's least number of occurrences to be in the vocabulary", ge=1)
     k: int = _field(3, "confusable words kept per word", ge=1, le=100)
     keep_stress: bool = _field(False, "compare phonemes with their stress marks (languages with stress)")
-    workers: int = _field(0, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
+    threads: int = _field(0, "threads of the neighbour search (0: one per core)", ge=0, le=MAX_WORKERS)
 
     @model_validator(mode="after")
     def _one_vocabulary(self):
@@ -343,12 +344,105 @@ class ModelExportParams(Section):
     int8: bool = _field(False, "int8 matrix products (see export-model --int8)")
 
 
-def _train_model():
-    """TrainParams, imported by name only when a train entry is checked: the other stages neither run
-    nor depend on (in dvc.yaml) the training schema."""
-    import importlib
+HEAD_NAMES = ("linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling")
+# upper bounds: a value past them is a typo, not a batch a device holds
+MAX_BATCH = 1 << 16
+MAX_TOKENS = 1 << 24
 
-    return importlib.import_module("pipeline.training.config").TrainParams
+
+class MixingParams(Section):
+    """Languages drawn per epoch by n^(1/temperature), or by explicit ``ratios`` {lang: weight}."""
+
+    temperature: float = _field(1.0, "languages drawn by n^(1/temperature) (1: as they come)", gt=0)
+    ratios: dict[str, float] | None = _field(None, "explicit weights {lang: weight} instead")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.ratios is not None and (any(v < 0 for v in self.ratios.values()) or sum(self.ratios.values()) <= 0):
+            raise ValueError("ratios must be >= 0 and not all zero")
+        return self
+
+
+class CapitalizationParams(Section):
+    """A case head (O/U/A/M per word) beside the punctuation head; loss = punctuation + weight * case."""
+
+    weight: float = _field(0.5, "weight of the case loss beside the punctuation loss", gt=0)
+
+
+class TrainParams(Section):
+    """What trains one model (``train.<name>``): its dataset, the model and its heads, the optimizer
+    and the schedule.  The sequence options (``max_len``, ``mode``, ``stride``, ``slot_filling``) and
+    the tokenizer are the dataset's, read from its sequences' manifest."""
+
+    dataset: str | None = _field(None, "dataset name (data/datasets/<dataset>: its sequences, tokenizer and segments)")
+    lang: str = _field("en", "language of the model's text (what `punctuate` normalizes it as by default)")
+
+    # model: a pretrained name or folder, or a config for a model from scratch (exactly one)
+    pretrained: str | None = _field(
+        None, "a pretrained model name or folder (or give config); the dataset's sequences.tokenizer must be its"
+    )
+    config: dict[str, Any] | None = _field(None, "a transformers config of a model built from scratch (or pretrained)")
+    head: Literal["linear", "bilstm", "bilstm_crf", "layer_attention", "slot_filling"] = _field(
+        "linear", "the classification head over the encoder"
+    )
+    dropout: float = _field(0.1, "dropout before the head", ge=0, lt=1)
+    layer_dropout: float = _field(0.1, "layer_attention: dropout of whole layers", ge=0, lt=1)
+    capitalization: CapitalizationParams | None = _field(None, "a case head beside the punctuation head")
+
+    # optimization
+    epochs: int = _field(3, "passes over train", ge=1, le=100_000)
+    max_steps: int = _field(0, "stop after this many optimizer steps (0: no limit)", ge=0)
+    batch_size: int = _field(16, "sequences per device and micro-batch (when max_tokens is 0)", ge=1, le=MAX_BATCH)
+    max_tokens: int = _field(0, "padded tokens per device and micro-batch; replaces batch_size", ge=0, le=MAX_TOKENS)
+    grad_accumulation: int = _field(1, "micro-batches per optimizer step", ge=1, le=MAX_BATCH)
+    encoder_lr: float = _field(5e-5, "learning rate of the encoder", gt=0)
+    head_lr: float = _field(1e-3, "learning rate of the head", gt=0)
+    weight_decay: float = _field(0.01, "AdamW weight decay", ge=0)
+    warmup: float = _field(0.1, "share of the steps with a linear warm-up", ge=0, le=1)
+    max_grad_norm: float = _field(1.0, "gradient clipping (0: none)", ge=0)
+    precision: Literal["bf16", "fp32"] = _field(
+        "bf16", "bf16: autocast on CUDA with fp32 master weights (CPU runs fp32)"
+    )
+    freeze_encoder_first_epoch: bool = _field(False, "train only the head in the first epoch")
+    patience: int = _field(2, "epochs without a better dev F1 before stopping", ge=1)
+    seed: int = _field(0, "seed of the weights drawn, the order and the augmentation", ge=0)
+    device: Literal["auto", "cpu", "cuda"] = _field("auto", "auto: CUDA when there is one")
+
+    # data path
+    loader_workers: int = _field(
+        2, "DataLoader worker processes per device (0: batches made in the training process)", ge=0, le=256
+    )
+    window: int = _field(
+        4096, "rows shuffled and length-grouped together (one loader worker's unit)", ge=1, le=MAX_TOKENS
+    )
+    pad_to_multiple_of: int = _field(8, "batches padded to a multiple of this length", ge=1, le=1024)
+    eval_batch_size: int = _field(64, "sequences per batch in evaluation", ge=1, le=MAX_BATCH)
+    augmentation: AugmentParams | None = _field(None, "ASR-error augmentation drawn per epoch")
+    mixing: MixingParams | None = _field(None, "how languages are drawn per epoch")
+
+    # checkpoints and logs
+    checkpoint_every: int = _field(0, "optimizer steps between resumable checkpoints (0: none)", ge=0)
+    keep_checkpoints: int = _field(1, "resumable checkpoints kept", ge=1)
+    log_every: int = _field(50, "steps between loss read-backs from the device", ge=1)
+    progress: bool = _field(True, "a progress bar on a terminal")
+
+    max_len: int | None = _field(None, "the dataset's max_len is used; when given it must equal it", ge=8, le=MAX_LEN)
+
+    @model_validator(mode="after")
+    def _one_model(self):
+        if bool(self.pretrained) == bool(self.config):
+            raise ValueError("give exactly one of pretrained (a name or folder) and config (a model from scratch)")
+        if self.augmentation is not None and "copies" in self.augmentation.model_fields_set:
+            # a key nothing would read: training draws its augmentation anew every epoch
+            raise ValueError(
+                "augmentation.copies: training draws augmentation anew each epoch (copies is oversample's)"
+            )
+        return self
+
+
+def validate_train_params(section, where: str = "train") -> TrainParams:
+    """``TrainParams`` from a train entry, or ParamsError with one line naming the key under ``where``."""
+    return validate(TrainParams, section, None, tuple(where.split(".")))
 
 
 class Params(Section):
@@ -582,7 +676,7 @@ def load(path: str | os.PathLike, entries: list[tuple[str, str]] | None = None) 
         params.corpus_entries[name] = validate(corpus_model(reader), entry, where, prefix)
     for name, entry in params.train.items():
         params.train_entries[name] = (
-            validate(_train_model(), entry, where, ("train", name)) if wanted("train", name) else entry
+            validate(TrainParams, entry, where, ("train", name)) if wanted("train", name) else entry
         )
     _check_references(params, where)
     for section, checked in (("corpora", params.corpus_entries), ("confusables", params.confusables)):

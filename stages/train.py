@@ -6,9 +6,10 @@
 
 On several GPUs or nodes the same command runs under ``accelerate launch`` (see the README).
 
-Reads ``train.NAME`` (validated by ``pipeline.training.config.TrainParams``) and the dataset's
-sequence options ``datasets.<dataset>.sequences`` (max_len, mode, stride, slot_filling) from the
-params file; from the dataset folder ``sequences.parquet`` (train/dev/test), ``tokenizer/`` and,
+Reads ``train.NAME`` (validated by ``pipeline.params.TrainParams``) and the dataset's
+sequence options ``datasets.<dataset>.sequences`` (tokenizer, max_len, mode, stride, slot_filling)
+from the params file, which must be those the dataset's sequences record; from the dataset folder
+``sequences.parquet`` (train/dev/test), ``tokenizer/`` and,
 with augmentation or capitalization, ``oversampled.parquet``; with 3R, the confusables Parquet
 named by ``augmentation.confusables``.  Writes the best model to the model folder, resumable
 checkpoints to ``<model-dir>/checkpoints`` (removed at the end), the metrics JSON (test and dev:
@@ -47,12 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args)
-    from pipeline.engine import location
     from pipeline.operations.train import train_entry
 
-    for value in (args.dataset, args.confusables, args.model_dir, args.metrics, args.plots_dir, args.checkpoint_dir):
-        if value:
-            location.require_local(value, "training")
     train_entry(
         args.params,
         args.name,

@@ -147,7 +147,7 @@ def test_every_option_has_help():
         ("align", ["(default: 0.5)", "(default: guerreiro)", "(default: id)"]),
         ("punctuate", ["(default: 200)", "(default: 50)", "(default: auto)"]),
         ("split", ["(default: 0)", "(default: local)"]),
-        ("train", ["(default: 256)", "(default: chunk)"]),
+        ("train", ["(default: the dataset's)"]),
         ("ingest", ["(default: 100000)"]),
     ],
 )

@@ -153,7 +153,7 @@ def test_reference_covers_every_params_key_and_option():
     ):
         for key in model.model_fields:
             assert f"`{prefix}.{key}`" in params_page, f"{prefix}.{key}"
-    from pipeline.training.config import TrainParams
+    from pipeline.params import TrainParams
 
     for key in TrainParams.model_fields:
         assert f"`train.NAME.{key}`" in params_page, key

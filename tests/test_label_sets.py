@@ -217,15 +217,16 @@ def test_hf_export_loads_with_the_class_names(dataset):
 
 def test_training_heads_metadata_and_scores_follow_the_set(dataset, tmp_path):
     from pipeline.operations.train import train
+    from pipeline.params import validate_train_params
     from pipeline.training import Punctuator
-    from pipeline.training.config import validate_train_params
-    from pipeline.training.data import SequenceOptions
     from pipeline.training.model import load_checkpoint
 
     out, _ = dataset
     extended = label_set("extended")
     params = validate_train_params({**TINY, "dataset": "both", "epochs": 1})
-    result = train(params, "ext", out, SequenceOptions(max_len=64), tmp_path / "model", tmp_path / "metrics.json")
+    # the sequence options are the dataset's own (its manifest); restated here, they must agree
+    stated = [("max_len", "max_len", 64)]
+    result = train(params, "ext", out, stated, tmp_path / "model", tmp_path / "metrics.json")
     model, _, meta = load_checkpoint(tmp_path / "model")
     assert model.classifier.out_features == len(extended.labels) and model.label_set.same_labels(extended)
     assert meta["labels"] == list(extended.labels) and meta["label_set"]["name"] == "extended"

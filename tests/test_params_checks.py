@@ -269,7 +269,7 @@ def _models(model, seen):
 
 def test_every_params_key_has_a_description():
     from pipeline.ingest import reader_module, readers
-    from pipeline.training.config import TrainParams
+    from pipeline.params import TrainParams
 
     seen: set = set()
     roots = [
@@ -313,3 +313,40 @@ def test_a_model_export_names_a_train_entry_and_known_keys(tmp_path):
     assert "export_model.tiny.int8" in refused(tmp_path, train + "export_model:\n  tiny: {int8: 1}\n")
     loaded = P.load(write(tmp_path, train + "export_model:\n  tiny: {int8: true}\n"), entries=[])
     assert loaded.export_model["tiny"].format == "onnx" and loaded.export_model["tiny"].int8 is True
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "corpora: {a: {reader: text, lang: en, input: a.txt}, b: {reader: text, lang: en, input: b.txt}}\n"
+            "alignments: {x: {ref: a, hyp: b, workers: 2}}\n",
+            "alignments.x.workers: unknown key",
+        ),
+        ("confusables: {c: {lang: en, word_list: w.txt, workers: 2}}\n", "confusables.c.workers: unknown key"),
+        (
+            "datasets: {d: {}}\ntrain: {t: {dataset: d, config: {model_type: bert}, workers: 2}}\n",
+            "train.t.workers: unknown key; did you mean 'loader_workers'?",
+        ),
+        (
+            "datasets: {d: {}}\ntrain: {t: {dataset: d, config: {model_type: bert}, "
+            "augmentation: {kind: alam, copies: 3}}}\n",
+            "augmentation.copies: training draws augmentation anew each epoch",
+        ),
+    ],
+)
+def test_a_key_nothing_reads_is_refused(tmp_path, text, message):
+    """``workers`` counts the engine's processes only: an alignment's processes are its engine's, the
+    confusables search has threads, training's DataLoader loader_workers."""
+    with pytest.raises(ParamsError) as info:
+        P.load(write(tmp_path, text))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_confusables_threads_is_a_key_and_an_option(tmp_path):
+    params = P.load(write(tmp_path, "confusables: {c: {lang: en, word_list: w.txt, threads: 2}}\n"))
+    assert params.confusables["c"].threads == 2
+    from pipeline.cli import build_parser
+
+    args = build_parser().parse_args(["confusables", "--lang", "en", "--vocab", "w", "--out", "o", "--threads", "3"])
+    assert args.threads == 3

@@ -218,7 +218,7 @@ def test_punctuate_long_text_has_one_decision_per_word(sample):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (CI has none)")
 def test_bf16_training_on_gpu(sample):
     _, tokenizer, data = sample
-    params = {**TINY, "head": "linear", "device": "cuda", "precision": "bf16", "epochs": 2, "workers": 2}
+    params = {**TINY, "head": "linear", "device": "cuda", "precision": "bf16", "epochs": 2, "loader_workers": 2}
     model = build_model(params, tokenizer)
     history = train(model, data, params)
     assert history["device"].startswith("cuda")

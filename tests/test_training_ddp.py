@@ -20,7 +20,7 @@ from pipeline.training.data import SequenceOptions, TrainingData
 
 folder, out, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = TrainingData.from_folder(folder, SequenceOptions(max_len=64))
-params = {**NO_DROPOUT, "epochs": 2, "batch_size": batch, "grad_accumulation": 2, "workers": 1}
+params = {**NO_DROPOUT, "epochs": 2, "batch_size": batch, "grad_accumulation": 2, "loader_workers": 1}
 model = build_model(params, data.tokenizer)
 history = train(model, data, params)
 if history["processes"] == 1 or torch.distributed.get_rank() == 0:

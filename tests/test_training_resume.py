@@ -27,7 +27,7 @@ def data(iwslt_dev, tmp_path_factory):
     "extra",
     [
         {"head": "layer_attention", "grad_accumulation": 2},  # layer dropout draws from the RNG too
-        {"augmentation": {"kind": "alam"}, "mixing": {"temperature": 2.0}, "workers": 1},
+        {"augmentation": {"kind": "alam"}, "mixing": {"temperature": 2.0}, "loader_workers": 1},
     ],
     ids=["accumulation", "augmented"],
 )

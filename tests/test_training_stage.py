@@ -67,7 +67,7 @@ def project(shared, tmp_path_factory):
                 "seed": 3,
                 "progress": False,
                 "device": "cpu",
-                "workers": 1,
+                "loader_workers": 1,
                 "checkpoint_every": 5,
             }
         },
@@ -184,7 +184,7 @@ def test_restore_case_uses_the_mixed_case_lexicon():
     [
         ({"bogus": 1}, f"train.{NAME}.bogus: unknown key"),
         ({"epochs": 0}, f"train.{NAME}.epochs: input should be greater than or equal to 1 (got 0)"),
-        ({"max_len": 128}, f"train.{NAME}.max_len: 128 differs from datasets.ted.sequences.max_len 64"),
+        ({"max_len": 128}, f"train.{NAME}.max_len: 128 differs from the dataset's max_len 64"),
         ({"max_tokens": 32}, "max_tokens: 32 is less than the dataset's max_len 64"),
         ({"dataset": "other"}, f"train.{NAME}.dataset: 'other' is not a dataset"),
     ],
@@ -243,7 +243,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
 import pipeline.training.loop, pipeline.training.model, pipeline.training.data
-import pipeline.training.config, pipeline.datasets.augment, stages.train
+import pipeline.params, pipeline.datasets.augment, stages.train
 from pipeline.training.inference import predict_words
 from pipeline.training.loop import train, evaluate
 print("ok", sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r}))

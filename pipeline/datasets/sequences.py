@@ -616,11 +616,14 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)
+        # how the sequences were built travels with them: training reads it instead of asking again
+        record = {key: getattr(params, key) for key in ("tokenizer", "max_len", "mode", "stride", "slot_filling")}
         finish(
             folder,
             "sequences",
             results,
             schema="punct-sequences/2",
+            sequences=record,
             **manifest_entry(label_set),
             **protocol_entry(source),
         )

@@ -67,15 +67,16 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def resolve_workers(workers: int | None) -> int:
+def resolve_workers(workers: int | None, what: str = "workers") -> int:
     """0 or None: one worker per available core; more workers than cores are allowed (a remote
-    cluster has its own) with a warning, since on this machine they only compete."""
+    cluster has its own) with a warning, since on this machine they only compete.  ``what``: the
+    key the count comes from (``threads`` counts threads of one process the same way)."""
     if not workers:
         return cores()
     if workers < 0:
-        raise ParamsError(f"workers must be >= 0, not {workers}")
+        raise ParamsError(f"{what} must be >= 0, not {workers}")
     if workers > cores():
-        log.warning("workers: %d is above the %d core(s) of this machine: they compete for them", workers, cores())
+        log.warning("%s: %d is above the %d core(s) of this machine: they compete for them", what, workers, cores())
     return workers
 
 
@@ -312,12 +313,12 @@ def _run_range(start: int, stop: int) -> list:
     return [fn(item) for item in items[start:stop]]
 
 
-def thread_map(fn: Callable, items, workers: int) -> list:
-    """``fn`` over ``items`` on ``workers`` threads of this process, results in order: for work
+def thread_map(fn: Callable, items, threads: int) -> list:
+    """``fn`` over ``items`` on ``threads`` threads of this process, results in order: for work
     that releases the GIL (numpy, rapidfuzz) over arrays too large to send to worker processes."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:
+    with ThreadPoolExecutor(max(1, threads)) as pool:
         return list(pool.map(fn, items))
 
 

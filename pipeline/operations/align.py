@@ -32,11 +32,12 @@ def _log_report(report: dict, what: str, out) -> None:
     )
 
 
-def align_sides(entry, sides, out, report_path, corpus: str | None = None) -> dict:
+def align_sides(entry, sides, out, report_path, corpus: str | None = None, engine=None) -> dict:
     """``entry`` (:class:`pipeline.params.AlignmentParams`) over ``sides`` (the reference's and the
     hypothesis's :class:`pipeline.align.inputs.Side`: a segment dataset, or files and their reader)
     into the segment dataset ``out`` and the report ``report_path``.  ``corpus`` (default: the
-    hypothesis file's name, or the hypothesis dataset's own corpus) names the output's rows."""
+    hypothesis file's name, or the hypothesis dataset's own corpus) names the output's rows.
+    ``engine``: how the alignment runs (default: the engine section's defaults)."""
     from pipeline import params as P
     from pipeline.align.inputs import SEGMENTS, side_dataset
     from pipeline.engine import writing
@@ -52,7 +53,7 @@ def align_sides(entry, sides, out, report_path, corpus: str | None = None) -> di
     with writing.Outputs(inputs=[ref_side.path, hyp_side.path]) as outputs:
         scratch = outputs.scratch(f"{str(out).rstrip('/')}-inputs")
         ref, hyp = (side_dataset(side, entry.lang, Path(scratch)) for side in sides)
-        report = _align(entry, ref, hyp, out, report_path, corpus, P.EngineParams(workers=entry.workers))
+        report = _align(entry, ref, hyp, out, report_path, corpus, engine or P.EngineParams())
     _log_report(report, "align", out)
     return report
 

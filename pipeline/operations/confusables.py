@@ -42,7 +42,7 @@ def confusables(
         words,
         g2p,
         k=entry.k,
-        workers=entry.workers,
+        threads=entry.threads,
         progress=lambda stage, done, total: log.info("%s: radius %s: %d/%d words settled", what, stage, done, total),
     )
     with writing.Outputs(inputs=[vocab]) as outputs:

@@ -129,7 +129,7 @@ def _join(index_hash, index_row, query_hash, query_row, n):
     return key // n, key % n
 
 
-def _brute_force(strings, lengths, rows, bounds, k, workers):
+def _brute_force(strings, lengths, rows, bounds, k, threads):
     """Top-k of ``rows`` against every word whose length differs by at most the row's bound (the
     k-th distance verified so far; ``max length``: none).
 
@@ -143,7 +143,7 @@ def _brute_force(strings, lengths, rows, bounds, k, workers):
     rest = np.ones(len(rows), dtype=bool)  # rows still to be searched
     probe = np.flatnonzero(bounds >= max_length) if max_length > PROBE else np.zeros(0, np.int64)
     if len(probe):
-        i, d = _window_top_k(strings, lengths, rows[probe], np.full(len(probe), PROBE), k, workers, select=True)
+        i, d = _window_top_k(strings, lengths, rows[probe], np.full(len(probe), PROBE), k, threads, select=True)
         kth = d[:, k - 1]
         exact = (kth >= 0) & (kth <= PROBE)
         index[probe[exact]], distance[probe[exact]] = i[exact], d[exact]
@@ -154,11 +154,11 @@ def _brute_force(strings, lengths, rows, bounds, k, workers):
     for select in (False, True):
         part = np.flatnonzero(rest & (unbounded == select))
         if len(part):
-            index[part], distance[part] = _window_top_k(strings, lengths, rows[part], bounds[part], k, workers, select)
+            index[part], distance[part] = _window_top_k(strings, lengths, rows[part], bounds[part], k, threads, select)
     return index, distance
 
 
-def _window_top_k(strings, lengths, rows, bounds, k, workers, select):
+def _window_top_k(strings, lengths, rows, bounds, k, threads, select):
     """Top-k of ``rows`` among the words within ``bounds`` lengths; ``select``: find each row's k-th
     distance; otherwise the bound is taken as one (it is >= the k-th distance).  -1: fewer than k."""
     by_length = np.argsort(lengths, kind="stable")
@@ -201,18 +201,18 @@ def _window_top_k(strings, lengths, rows, bounds, k, workers, select):
             distance[part[line[top]], rank[top]] = dist[top]
 
         # blocks on threads: rapidfuzz and numpy's selection both release the GIL
-        thread_map(block, range(0, len(positions), BLOCK), workers)
+        thread_map(block, range(0, len(positions), BLOCK), threads)
     return index, distance
 
 
-def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0, progress=None) -> Neighbours:
+def top_k(sequences: list[tuple[str, ...]], k: int = 3, threads: int | None = 0, progress=None) -> Neighbours:
     """Exact top-k neighbours of every sequence (order of ``sequences`` = tie-break order)."""
     n = len(sequences)
     if n == 0:
         raise InputError("the vocabulary is empty: no words to find neighbours for")
     if k < 1:
         raise ParamsError(f"k must be at least 1, not {k}")
-    workers = resolve_workers(workers)
+    threads = resolve_workers(threads, "threads")
     strings, _table = encode(sequences)
     lengths = np.array([len(s) for s in strings], dtype=np.int64)
     if n >= 2 ** int(_ROW_BITS):
@@ -251,14 +251,14 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
             )
 
         # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
-        found = [ab for ab in thread_map(pairs_meeting_at, range(int(lengths.max()) + 1), workers) if ab is not None]
+        found = [ab for ab in thread_map(pairs_meeting_at, range(int(lengths.max()) + 1), threads) if ab is not None]
         pairs_a, pairs_b = [a for a, _ in found], [b for _, b in found]
         key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
         a, b = key // n, key % n
         if len(a):
             d = np.asarray(
                 process.cpdist(
-                    [strings[i] for i in a], [strings[i] for i in b], scorer=Levenshtein.distance, workers=workers
+                    [strings[i] for i in a], [strings[i] for i in b], scorer=Levenshtein.distance, workers=threads
                 ),
                 dtype=np.int64,
             )
@@ -302,14 +302,14 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, workers: int | None = 0,
         have = q_end - q_sorted >= k_eff
         # the k-th best distance found is an upper bound: longer or shorter words by more cannot beat it
         bounds[have] = d_all[q_sorted[have] + k_eff - 1]
-        index[rest, :k_eff], distance[rest, :k_eff] = _brute_force(strings, lengths, rest, bounds, k_eff, workers)
+        index[rest, :k_eff], distance[rest, :k_eff] = _brute_force(strings, lengths, rest, bounds, k_eff, threads)
         if progress:
             progress(MAX_RADIUS + 1, n, n)
     return Neighbours(index=index, distance=distance, stats=stats)
 
 
 def brute_force_top_k(
-    strings: list[str], queries: list[int], k: int = 3, workers: int | None = 0
+    strings: list[str], queries: list[int], k: int = 3, threads: int | None = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference implementation for tests and benchmarks: full rows of distances."""
     n = len(strings)
@@ -318,7 +318,7 @@ def brute_force_top_k(
         strings,
         scorer=Levenshtein.distance,
         dtype=np.int32,
-        workers=resolve_workers(workers),
+        workers=resolve_workers(threads, "threads"),
     ).astype(np.int64)
     keys = matrix * n + np.arange(n)
     keys[np.arange(len(queries)), queries] = np.iinfo(np.int64).max
@@ -367,7 +367,7 @@ def vocabulary_from_segments(source, min_count: int = 1) -> list[str]:
 
 
 def build_confusables(
-    words: list[str], g2p, k: int = 3, workers: int | None = 0, progress=None
+    words: list[str], g2p, k: int = 3, threads: int | None = 0, progress=None
 ) -> tuple[pa.Table, dict]:
     """Confusables table of a vocabulary with a language's g2p, and a report of what was skipped."""
     lowercase = getattr(g2p, "lang", "") == "en"
@@ -381,7 +381,7 @@ def build_confusables(
     if len(kept) < 2:
         raise InputError("the vocabulary has a single convertible word: it has no neighbours")
     kept_words, kept_sequences = [w for w, _ in kept], [s for _, s in kept]
-    neighbours = top_k(kept_sequences, k, workers=workers, progress=progress)
+    neighbours = top_k(kept_sequences, k, threads=threads, progress=progress)
     table = confusables_table(kept_words, kept_sequences, neighbours)
     report = {
         # the entries given (a word list's non-empty lines: web2's 235,886) and the distinct words they

@@ -132,13 +132,17 @@ def write_dataset(
     options: SequenceOptions = SequenceOptions(),
     parts: int = 1,
     row_group_size: int = 256,
+    tokenizer_name: str = "train",
 ):
-    """A dataset folder as the dataset stages write it: ``sequences.parquet/`` and ``oversampled.parquet/``
-    (``parts`` part files each, split by document), ``tokenizer/``.  For tests and benchmarks: small row
-    groups by default, so that tests exercise windows over several row groups and files."""
+    """A dataset folder as the dataset stages write it: ``sequences.parquet/`` (its manifest records
+    ``options`` and ``tokenizer_name``, the params value the tokenizer came from) and
+    ``oversampled.parquet/`` (``parts`` part files each, split by document), ``tokenizer/``.  For tests
+    and benchmarks: small row groups by default, so that tests exercise windows over several row
+    groups and files."""
     import pyarrow.parquet as pq
 
     from pipeline.datasets.pretrained import save_tokenizer
+    from pipeline.engine import writing
 
     folder = Path(folder)
     docs = sorted(set(segments["doc_id"].to_pylist()))
@@ -156,6 +160,8 @@ def write_dataset(
             piece, folder / "oversampled.parquet" / f"part-{part:05d}.parquet", row_group_size=2 * row_group_size
         )
     save_tokenizer(tokenizer, folder / "tokenizer")
+    record = {"tokenizer": tokenizer_name, **options.as_dict()}
+    writing.write_manifest(folder / "sequences.parquet", {"kind": "sequences", "sequences": record})
     return folder
 
 
@@ -563,9 +569,15 @@ class TrainingData:
     confusables: dict[str, list[str]] | None = None
     #: the dataset's label set (its sequences' manifest; the segments must have the same)
     label_set: LabelSet = PAPERS
+    #: the dataset folder, and the tokenizer its sequences were built with (``sequences.tokenizer``:
+    #: ``train`` or a pretrained name or folder; None where the dataset does not record it)
+    folder: Path | None = None
+    tokenizer_source: str | None = None
 
     @classmethod
-    def from_folder(cls, folder, options: SequenceOptions, confusables=None, tokenizer=None) -> TrainingData:
+    def from_folder(
+        cls, folder, options: SequenceOptions, confusables=None, tokenizer=None, tokenizer_source: str | None = None
+    ) -> TrainingData:
         folder = Path(folder)
         if not folder.is_dir():
             raise errors.InputError(f"{folder}: dataset folder does not exist")
@@ -590,6 +602,8 @@ class TrainingData:
             options=options,
             confusables=confusables,
             label_set=labels_of([sequences, *([segments] if segments.exists() else [])]),
+            folder=folder,
+            tokenizer_source=tokenizer_source,
         )
 
     def has_case_labels(self) -> bool:

@@ -45,7 +45,8 @@ from pipeline.datasets.sequences import IGNORE
 from pipeline.engine import writing
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import PAPERS
-from pipeline.training.config import TrainParams, validate_train_params
+from pipeline.params import TrainParams, validate_train_params
+from pipeline.training.checks import check_inputs
 from pipeline.training.data import (
     BatchSpec,
     EpochBatches,
@@ -53,13 +54,11 @@ from pipeline.training.data import (
     TrainingData,
     collate,
     count_batches,
-    has_column,
     index_rows,
     loader,
     mixed_case_lexicon,
     mixing_counts,
     plan_windows,
-    round_up,
     vocabulary_of,
 )
 from pipeline.training.metrics import case_scores, merged_scores, scores
@@ -236,29 +235,6 @@ def make_accelerator(params: TrainParams):
     return Accelerator(cpu=cpu, mixed_precision="no", kwargs_handlers=[ddp])
 
 
-def _check_inputs(model, data: TrainingData, params: TrainParams) -> None:
-    if params.max_tokens and params.max_tokens < round_up(data.options.max_len, params.pad_to_multiple_of):
-        raise ParamsError(
-            f"max_tokens: {params.max_tokens} is less than the dataset's max_len {data.options.max_len} "
-            f"(padded to {params.pad_to_multiple_of}): the longest sequence would not fit"
-        )
-    if params.head == "slot_filling" and not data.options.slot_filling:
-        raise ParamsError("head: slot_filling needs a dataset built with sequences.slot_filling: true")
-    if model.capitalization and not data.has_case_labels():
-        raise InputError(f"capitalization: {data.sequences[0]} has no case_labels column (no cased dataset)")
-    aug = params.augmentation
-    if aug is not None:
-        if not data.segments:
-            raise InputError("augmentation: needs the dataset's segments (oversampled.parquet), which are missing")
-        if model.capitalization and not has_column(data.segments, "case"):
-            raise InputError(f"capitalization: {data.segments[0]} has no case column to augment with")
-        if aug.kind == "3r" and aug.p_phoneme > 0 and not data.confusables:
-            raise ParamsError(
-                f"augmentation.confusables: 3R phoneme edition needs the confusables of {aug.confusables!r} "
-                "(the stage's --confusables)"
-            )
-
-
 def train(
     model,
     data: TrainingData,
@@ -268,13 +244,15 @@ def train(
     checkpoint_dir: str | os.PathLike | None = None,
     resume: bool = False,
     on_step=None,
+    where: str = "training",
 ) -> dict:
     """Train ``model`` in place on ``data``'s train split, scoring its dev split after every epoch.
 
     ``model_dir``: the best model is saved there (``save_checkpoint``).  ``checkpoint_dir`` (default
     ``model_dir/checkpoints``): resumable checkpoints every ``checkpoint_every`` steps; removed when
     the run ends.  ``resume``: continue from the newest one there.  ``on_step(step, state)`` is
-    called after every optimizer step (benchmarks time with it).  Returns the per-step and
+    called after every optimizer step (benchmarks time with it).  ``where`` begins a refusal's line
+    (:func:`pipeline.training.checks.check_inputs`, run before any step).  Returns the per-step and
     per-epoch logs."""
     from transformers import get_linear_schedule_with_warmup
 
@@ -282,7 +260,7 @@ def train(
 
     if isinstance(params, dict):
         params = validate_train_params(params)
-    _check_inputs(model, data, params)
+    check_inputs(model, data, params, where)
     accelerator = make_accelerator(params)
     world, rank, device = accelerator.num_processes, accelerator.process_index, accelerator.device
     bf16 = params.precision == "bf16" and device.type == "cuda"
@@ -381,7 +359,7 @@ def train(
         unwrapped.frozen_encoder = epoch == 0 and params.freeze_encoder_first_epoch
         windows = plan_windows(index, epoch, params.seed, params.window, params.mixing)
         dataset = EpochBatches(index, windows, spec, epoch, rank, world)
-        batches = iter(loader(dataset, params.workers, device.type == "cuda", params.seed + epoch))
+        batches = iter(loader(dataset, params.loader_workers, device.type == "cuda", params.seed + epoch))
         if state.batches_done:  # resumed inside this epoch: the same batches, up to where it stopped
             for _ in itertools.islice(batches, state.batches_done):
                 pass
@@ -483,7 +461,6 @@ def train(
 
 __all__ = [
     "SequenceOptions",
-    "TrainParams",
     "TrainingData",
     "evaluate",
     "predict_sequences",

@@ -253,7 +253,7 @@ def build_model(params, tokenizer=None, label_set: LabelSet = PAPERS) -> Punctua
     the same every run.  Weights are fp32 whatever the checkpoint's dtype."""
     from transformers import AutoConfig, AutoModel
 
-    from pipeline.training.config import validate_train_params
+    from pipeline.params import validate_train_params
 
     if isinstance(params, dict):
         params = validate_train_params(params)

@@ -26,7 +26,7 @@ TINY = {
     "seed": 3,
     "progress": False,
     "device": "cpu",
-    "workers": 0,
+    "loader_workers": 0,
     "log_every": 7,
     "patience": 10,
 }
