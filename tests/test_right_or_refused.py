@@ -4,8 +4,12 @@ splits, the label set carried by every Parquet file, command-line values checked
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
-from support.reliability import call, error_line
+import pytest
+from support.reliability import call
 
 #: a user's labelled TSV: a zero-width "word" with a COMMA after "one", an empty word with a QUESTION
 #: after "two" (its label merges: QUESTION > PERIOD), an empty word opening the file
@@ -45,3 +49,67 @@ def test_an_empty_tsv_word_is_dropped_and_counted_and_the_nemo_lines_agree(tmp_p
     for words, tags in zip(text, labels):
         assert words.split(" ") == words.split() and len(words.split(" ")) == len(tags.split(" "))
     assert labels[0] == "OO ,O .O"
+
+
+# ------------------------------------------------------------------ hf exports load their own rows
+
+LOAD = """
+import json, sys
+import datasets
+out = {}
+for folder in sys.argv[1:]:
+    loaded = datasets.load_dataset(folder)
+    out[folder] = {split: list(loaded[split]["words"]) for split in loaded}
+print(json.dumps(out))
+"""
+
+
+def _hf_rows(tmp_path, *folders) -> dict:
+    """What ``datasets.load_dataset`` gives for each folder, in a fresh process over one shared cache."""
+    env = {"HF_DATASETS_CACHE": str(tmp_path / "hf-cache"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD, *map(str, folders)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _ingest_text(tmp_path, name: str, text: str):
+    source = tmp_path / f"{name}.txt"
+    source.write_text(text, encoding="utf-8")
+    out = tmp_path / f"{name}.parquet"
+    rc, err = call(
+        "pipeline", ["ingest", "-q", "--reader", "text", "--lang", "en", "--corpus", name, source, "--out", out]
+    )
+    assert rc == 0, err
+    return out
+
+
+def test_hf_exports_load_their_own_rows_over_one_cache(tmp_path):
+    pytest.importorskip("datasets")
+    first = _ingest_text(tmp_path, "first", "The first file.\nIt has two sentences.\n")
+    second = _ingest_text(tmp_path, "second", "Another text entirely?\nYes, with other words.\n")
+    for dataset, folder in ((first, tmp_path / "x1/hf"), (second, tmp_path / "x2/hf")):
+        rc, err = call("pipeline", ["export", "-q", "--format", "hf", dataset, "--out", folder])
+        assert rc == 0, err
+    rows = _hf_rows(tmp_path, tmp_path / "x1/hf", tmp_path / "x2/hf")
+    assert rows[str(tmp_path / "x1/hf")] == {"train": [["the", "first", "file"], ["it", "has", "two", "sentences"]]}
+    assert rows[str(tmp_path / "x2/hf")] == {
+        "train": [["another", "text", "entirely"], ["yes", "with", "other", "words"]]
+    }
+
+    # the second dataset exported over the first folder: loaded as itself, the first's cache unused
+    rc, err = call("pipeline", ["export", "-q", "--format", "hf", second, "--out", tmp_path / "x1/hf"])
+    assert rc == 0, err
+    again = _hf_rows(tmp_path, tmp_path / "x1/hf")
+    assert again[str(tmp_path / "x1/hf")] == rows[str(tmp_path / "x2/hf")]
+    # the fingerprint is of the rows: the same rows exported again give the same card and files
+    names = sorted(p.name for p in (tmp_path / "x1/hf/data").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "x2/hf/data").iterdir())
+    header = (tmp_path / "x1/hf/README.md").read_text(encoding="utf-8").split("---")[1]
+    assert header == (tmp_path / "x2/hf/README.md").read_text(encoding="utf-8").split("---")[1]
+    assert f"path: data/train-{names[0].split('-')[1]}-*.parquet" in header
