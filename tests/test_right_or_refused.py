@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from support.reliability import call
+from support.reliability import call, error_line
 
 #: a user's labelled TSV: a zero-width "word" with a COMMA after "one", an empty word with a QUESTION
 #: after "two" (its label merges: QUESTION > PERIOD), an empty word opening the file
@@ -113,3 +113,83 @@ def test_hf_exports_load_their_own_rows_over_one_cache(tmp_path):
     header = (tmp_path / "x1/hf/README.md").read_text(encoding="utf-8").split("---")[1]
     assert header == (tmp_path / "x2/hf/README.md").read_text(encoding="utf-8").split("---")[1]
     assert f"path: data/train-{names[0].split('-')[1]}-*.parquet" in header
+
+
+# ------------------------------------------------------------ command-line values checked as params are
+
+
+@pytest.mark.parametrize("name", ["", "two\nlines", "a|b", "../../x", "-x", "my corpus"])
+def test_a_corpus_name_the_params_refuse_is_refused_on_the_command_line(tmp_path, name):
+    source = tmp_path / "mine.txt"
+    source.write_text("Hello there.\n", encoding="utf-8")
+    out = tmp_path / "out.parquet"
+    line = error_line(
+        *call("pipeline", ["ingest", "--reader", "text", "--lang", "en", f"--corpus={name}", source, "--out", out])
+    )
+    assert line.startswith("error: --corpus: ") and "is not a usable name" in line
+    assert not out.exists()
+    # the same name in a params file is refused by the same words
+    from pipeline import params as P
+
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        json.dumps({"corpora": {name: {"reader": "text", "lang": "en", "input": str(source)}}}), encoding="utf-8"
+    )
+    with pytest.raises(P.ParamsError, match="is not a usable name"):
+        P.load(params)
+
+
+def test_align_and_train_names_are_checked_too(tmp_path):
+    ref = _ingest_text(tmp_path, "ref", "Hello there.\n")
+    args = ["align", "--ref", ref, "--hyp", ref, "--lang", "en", "--pair-by", "order", "--corpus", "a|b"]
+    line = error_line(*call("pipeline", [*args, "--out", tmp_path / "o.parquet", "--report", tmp_path / "r.json"]))
+    assert line.startswith("error: --corpus: ") and not (tmp_path / "o.parquet").exists()
+    args = ["train", "--dataset", tmp_path, "--config", tmp_path / "c.yaml", "--out", tmp_path / "m", "--name", "../x"]
+    assert error_line(*call("pipeline", args)).startswith("error: --name: ")
+
+
+@pytest.mark.parametrize(
+    "option, values, key",
+    [
+        ("--ratios", ["train=0.9", "train=0.1", "dev=0.1"], "train"),
+        ("--counts", ["dev=1", "test=1", "dev=2"], "dev"),
+    ],
+)
+def test_a_split_key_given_twice_is_refused(tmp_path, option, values, key):
+    dataset = _ingest_text(tmp_path, "mine", "Hello there.\n\nAnother one.\n")
+    out = tmp_path / "split.parquet"
+    args = ["split", dataset, option, *values, "--out", out, "--report", tmp_path / "r.json"]
+    line = error_line(*call("pipeline", args))
+    assert line.startswith(f"error: {option} ") and f"'{key}' is given twice" in line
+    assert not out.exists()
+
+
+def test_a_reader_option_given_twice_or_over_its_flag_is_refused(tmp_path):
+    source = tmp_path / "mine.txt"
+    source.write_text("Hello there.\n", encoding="utf-8")
+    base = ["ingest", "--reader", "text", "--lang", "en", "--corpus", "mine", source, "--out", tmp_path / "o"]
+    for extra in (
+        ["--option", "quoting=csv", "--option", "quoting=none"],
+        ["--quoting", "csv", "--option", "quoting=none"],
+        ["--option", "lang=hi"],
+    ):
+        assert "is given twice" in error_line(*call("pipeline", [*base, *extra]))
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--min-marks", "-1"], "--min-marks"),
+        (["--ratios", "train=-0.5", "dev=1"], "--ratios.train"),
+        (["--ratios", "train=lots"], "--ratios.train"),
+        (["--ratios", "validation=0.5"], "--ratios"),
+        (["--min-sentences", "-2"], "--min-sentences"),
+        (["--workers", "100000"], "--workers"),
+    ],
+)
+def test_split_options_are_checked_by_the_split_schema(tmp_path, args, flag):
+    dataset = _ingest_text(tmp_path, "mine", "Hello there.\n")
+    line = error_line(
+        *call("pipeline", ["split", dataset, *args, "--out", tmp_path / "s", "--report", tmp_path / "r.json"])
+    )
+    assert line.startswith(f"error: {flag}"), line
