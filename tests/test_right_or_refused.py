@@ -193,3 +193,77 @@ def test_split_options_are_checked_by_the_split_schema(tmp_path, args, flag):
         *call("pipeline", ["split", dataset, *args, "--out", tmp_path / "s", "--report", tmp_path / "r.json"])
     )
     assert line.startswith(f"error: {flag}"), line
+
+
+# ------------------------------------------------------------------------------------- empty splits
+
+
+def test_an_empty_split_is_named_by_split_and_listed_by_the_audit(tmp_path):
+    dataset = _ingest_text(tmp_path, "mine", "One document only.\nIt has two lines?\n")
+    out, report = tmp_path / "split.parquet", tmp_path / "report.json"
+    rc, err = call(
+        "pipeline", ["split", dataset, "--ratios", "train=0.6", "dev=0.2", "test=0.2", "--out", out, "--report", report]
+    )
+    assert rc == 0, err
+    warnings = [line for line in err.splitlines() if "no documents" in line]
+    assert len(warnings) == 1 and "split dev, test" in warnings[0], err
+    assert "train 1 docs, 7 words, dev 0 docs, 0 words, test 0 docs, 0 words" in err
+    written = json.loads(report.read_text(encoding="utf-8"))
+    assert written["splits"] == {
+        "train": {"documents": 1, "segments": 2, "words": 7},
+        "dev": {"documents": 0, "segments": 0, "words": 0},
+        "test": {"documents": 0, "segments": 0, "words": 0},
+    }
+    assert written["empty_splits"] == ["dev", "test"]
+    # a split of ratio 0 is empty by request: not warned about
+    rc, err = call(
+        "pipeline",
+        [
+            "split",
+            dataset,
+            "--ratios",
+            "train=1",
+            "dev=0",
+            "test=0",
+            "--out",
+            tmp_path / "s2",
+            "--report",
+            tmp_path / "r2.json",
+        ],
+    )
+    assert rc == 0 and "no documents" not in err, err
+    assert "empty_splits" not in json.loads((tmp_path / "r2.json").read_text(encoding="utf-8"))
+
+    rc, err = call("pipeline", ["audit", "-q", out, "--out", tmp_path / "audit", "--markdown"])
+    assert rc == 0, err
+    audited = json.loads((tmp_path / "audit/audit.json").read_text(encoding="utf-8"))["mine"]["splits"]
+    assert {name: s["words"] for name, s in audited.items()} == {"train": 7, "dev": 0, "test": 0}
+    table1 = (tmp_path / "audit/table1.md").read_text(encoding="utf-8")
+    assert "| mine / dev | 0 |" in table1 and "| mine / test | 0 |" in table1
+
+
+def test_training_without_a_split_to_score_is_refused_before_any_step(tmp_path):
+    pytest.importorskip("torch")
+    import yaml
+    from support.training import TINY, dataset, tokenizer_of, with_split
+
+    from pipeline.engine.reading import read_segments
+
+    table = read_segments(_ingest_text(tmp_path, "mine", "One line here.\nAnother line, yes?\n"))
+    table = with_split(table, ["train"] * table.num_rows)
+    dataset(tmp_path / "ds", table, tokenizer_of(table, vocab_size=60), max_len=16)
+    (tmp_path / "train.yaml").write_text(yaml.safe_dump(TINY), encoding="utf-8")
+    args = [
+        "train",
+        "--dataset",
+        tmp_path / "ds",
+        "--config",
+        tmp_path / "train.yaml",
+        "--out",
+        tmp_path / "model",
+        "--max-len",
+        "16",
+    ]
+    line = error_line(*call("pipeline", args))
+    assert "the test and dev splits have no sequences" in line
+    assert not (tmp_path / "model").exists()

@@ -105,6 +105,23 @@ def _confusion_csv(matrix: dict | None) -> str:
     return out.getvalue()
 
 
+def scored_splits(data, dataset, where: str) -> list[str]:
+    """The splits the model is scored on (test, dev): an empty one is named in a warning line; none
+    at all is refused before any step, since the run would end without a score."""
+    from pipeline.errors import InputError
+    from pipeline.training.data import split_tables
+
+    scored = [s for s in ("test", "dev") if next(split_tables(data.sequences, s, ["split"]), None) is not None]
+    for split in [s for s in ("test", "dev") if s not in scored] if scored else []:
+        log.warning("%s: split %s of %s has no sequences: not scored", where, split, dataset)
+    if not scored:
+        raise InputError(
+            f"{where}: {dataset}: the test and dev splits have no sequences, so the model cannot be scored "
+            "(the split report names the empty splits: give them documents)"
+        )
+    return scored
+
+
 def train(
     params,
     name: str,
@@ -133,6 +150,7 @@ def train(
     data = TrainingData.from_folder(dataset, options, confusables)
     model = build_model(params, data.tokenizer, data.label_set)
     check_inputs(model, data, f"train {name}")
+    scored_splits(data, dataset, f"train {name}")
     model_dir = Path(model_dir)
     history = train_loop(model, data, params, model_dir=model_dir, checkpoint_dir=checkpoint_dir, resume=resume)
     from accelerate import PartialState
