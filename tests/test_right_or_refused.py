@@ -267,3 +267,71 @@ def test_training_without_a_split_to_score_is_refused_before_any_step(tmp_path):
     line = error_line(*call("pipeline", args))
     assert "the test and dev splits have no sequences" in line
     assert not (tmp_path / "model").exists()
+
+
+# ------------------------------------------------------------------- the label set travels with files
+
+EXTENDED_TEXT = "One thing: it works; mostly.\nDoes it? Yes, it does!\n\nA second document: short.\n"
+
+
+def test_a_part_copied_out_of_an_extended_dataset_is_read_as_extended(tmp_path):
+    import shutil
+
+    source = tmp_path / "mine.txt"
+    source.write_text(EXTENDED_TEXT, encoding="utf-8")
+    dataset = tmp_path / "mine.parquet"
+    args = ["ingest", "-q", "--reader", "text", "--lang", "en", "--corpus", "mine", "--label-set", "extended"]
+    rc, err = call("pipeline", [*args, source, "--out", dataset])
+    assert rc == 0, err
+    part = tmp_path / "copied.parquet"
+    shutil.copyfile(dataset / "part-00000.parquet", part)
+
+    rc, err = call("pipeline", ["audit", "-q", part, "--out", tmp_path / "audit"])
+    assert rc == 0, err
+    audited = json.loads((tmp_path / "audit/audit.json").read_text(encoding="utf-8"))["mine"]
+    assert audited["labels"]["COLON"] == 2 and audited["labels"]["SEMICOLON"] == 1
+    assert abs(sum(audited["label_shares"].values()) - 100) < 0.01
+
+    out = tmp_path / "split.parquet"
+    rc, err = call("pipeline", ["split", "-q", part, "--out", out, "--report", tmp_path / "r.json"])
+    assert rc == 0, err
+    manifest = json.loads((out / "_punct.json").read_text(encoding="utf-8"))
+    assert manifest["label_set"]["name"] == "extended"
+    rc, err = call("pipeline", ["export", "-q", "--format", "nemo", part, "--out", tmp_path / "nemo"])
+    assert rc == 0, err
+    assert ":" in (tmp_path / "nemo/train/labels.txt").read_text(encoding="utf-8")
+
+    # the same ingest twice gives the same bytes: the label set's metadata is deterministic
+    rc, err = call("pipeline", [*args, source, "--out", tmp_path / "again.parquet"])
+    assert rc == 0, err
+    assert (tmp_path / "again.parquet/part-00000.parquet").read_bytes() == part.read_bytes()
+
+
+def test_a_file_whose_rows_are_not_of_its_label_set_is_refused(tmp_path):
+    import pyarrow.parquet as pq
+
+    from pipeline.labels import PAPERS, file_metadata
+
+    source = tmp_path / "mine.txt"
+    source.write_text(EXTENDED_TEXT, encoding="utf-8")
+    extended, papers = tmp_path / "extended.parquet", tmp_path / "papers.parquet"
+    base = ["ingest", "-q", "--reader", "text", "--lang", "en", "--corpus", "mine", source]
+    assert call("pipeline", [*base, "--label-set", "extended", "--out", extended])[0] == 0
+    assert call("pipeline", [*base, "--out", papers])[0] == 0
+
+    # an extended part put in a papers dataset's folder: a part of another dataset
+    (papers / "part-00000.parquet").write_bytes((extended / "part-00000.parquet").read_bytes())
+    line = error_line(*call("pipeline", ["audit", papers, "--out", tmp_path / "a1"]))
+    assert "label set extended" in line and "label set papers" in line and "part-00000.parquet" in line
+
+    # a file whose metadata says papers while its rows hold COLON and SEMICOLON
+    table = pq.read_table(extended / "part-00000.parquet")
+    table = table.replace_schema_metadata({**table.schema.metadata, **file_metadata(PAPERS)})
+    pq.write_table(table, tmp_path / "lying.parquet")
+    for command in (
+        ["audit", tmp_path / "lying.parquet", "--out", tmp_path / "a2"],
+        ["split", tmp_path / "lying.parquet", "--out", tmp_path / "s", "--report", tmp_path / "r.json"],
+        ["export", "--format", "tsv", tmp_path / "lying.parquet", "--out", tmp_path / "tsv"],
+    ):
+        line = error_line(*call("pipeline", command))
+        assert "outside its label set papers" in line and "COLON" in line, line

@@ -584,10 +584,10 @@ def split_dataset(
                 drop = location.join(scratch, "train_duplicates.bin")
                 writing.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
                 write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
-                results = run_step(runner, write, shards, folder, "split")
+                results = run_step(runner, write, shards, folder, "split", label_set)
             else:
                 write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
-                results = run_step(runner, write, shards, folder, "split")
+                results = run_step(runner, write, shards, folder, "split", label_set)
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
         counts = counts_of(results)
