@@ -120,7 +120,8 @@ def dataset_labels(path):
                 "dataset; rewrite the dataset"
             )
         claimed, where = own, file
-    return claimed or PAPERS
+    # papers' labels under any name are papers, as a manifest without a record says
+    return PAPERS if claimed is None or claimed.is_papers else claimed
 
 
 def file_labels(file):
@@ -129,7 +130,7 @@ def file_labels(file):
 
     own = from_file_metadata(reading.open_parquet(file).schema_arrow.metadata, file)
     if own is not None:
-        return own
+        return _papers() if own.is_papers else own
     folder = location.parent_of(file)
     return dataset_labels(folder) if location.is_file(location.join(folder, location.MANIFEST)) else _papers()
 
