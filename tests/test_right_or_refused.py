@@ -335,3 +335,34 @@ def test_a_file_whose_rows_are_not_of_its_label_set_is_refused(tmp_path):
     ):
         line = error_line(*call("pipeline", command))
         assert "outside its label set papers" in line and "COLON" in line, line
+
+
+def test_the_stages_name_an_empty_split_and_export_fingerprinted_hf_folders(tmp_path):
+    """The split and export stages (what dvc repro runs) over a user's one-document corpus."""
+    seg = tmp_path / "data/segments"
+    seg.mkdir(parents=True)
+    source = tmp_path / "mine.txt"
+    source.write_text("One document only.\nIt has two lines?\n", encoding="utf-8")
+    params = {
+        "corpora": {"mine": {"reader": "text", "lang": "en", "input": str(source)}},
+        "datasets": {"ds": {"corpora": ["mine"], "split": {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}}}},
+    }
+    (tmp_path / "params.yaml").write_text(json.dumps(params), encoding="utf-8")
+    p = ["--params", tmp_path / "params.yaml", "-q"]
+    rc, err = call("stages.ingest", ["mine", *p, "--out", seg / "mine.parquet", "--stats", tmp_path / "stats.json"])
+    assert rc == 0, err
+    ds = tmp_path / "data/datasets/ds"
+    split = ["ds", *p, "--segments-dir", seg, "--out", ds / "split.parquet", "--report", ds / "split_report.json"]
+    rc, err = call("stages.split", split)
+    assert rc == 0 and "no documents in split dev, test" in err, err
+    report = json.loads((ds / "split_report.json").read_text(encoding="utf-8"))
+    assert report["empty_splits"] == ["dev", "test"] and report["splits"]["train"]["documents"] == 1
+
+    params["datasets"]["ds"]["export"] = {"formats": ["hf"]}
+    (tmp_path / "params.yaml").write_text(json.dumps(params), encoding="utf-8")
+    rc, err = call("stages.export", ["ds", *p, "--in", ds / "split.parquet", "--out", ds / "export"])
+    assert rc == 0, err
+    manifest = json.loads((ds / "export/hf/_punct.json").read_text(encoding="utf-8"))
+    fingerprint = manifest["fingerprint"]
+    assert [f.name for f in (ds / "export/hf/data").iterdir()] == [f"train-{fingerprint}-00000.parquet"]
+    assert f"path: data/train-{fingerprint}-*.parquet" in (ds / "export/hf/README.md").read_text(encoding="utf-8")
