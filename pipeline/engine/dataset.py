@@ -125,19 +125,17 @@ def dataset_labels(path):
 
 
 def file_labels(file):
-    """The label set of one Parquet file: its metadata's, else its folder manifest's, else ``papers``."""
-    from pipeline.labels import from_file_metadata
+    """The label set of one Parquet file: its metadata's, else its folder manifest's, else ``papers``
+    (per shard read: one footer and at most one manifest, never the other parts)."""
+    from pipeline.labels import PAPERS, from_file_metadata, from_record
 
     own = from_file_metadata(reading.open_parquet(file).schema_arrow.metadata, file)
     if own is not None:
-        return _papers() if own.is_papers else own
-    folder = location.parent_of(file)
-    return dataset_labels(folder) if location.is_file(location.join(folder, location.MANIFEST)) else _papers()
-
-
-def _papers():
-    from pipeline.labels import PAPERS
-
+        return PAPERS if own.is_papers else own
+    manifest_path = location.join(location.parent_of(file), location.MANIFEST)
+    manifest = reading.read_json(manifest_path) if location.is_file(manifest_path) else None
+    if isinstance(manifest, dict) and "label_set" in manifest:
+        return from_record(manifest["label_set"], f"{manifest_path}: label_set")
     return PAPERS
 
 
