@@ -366,3 +366,19 @@ def test_the_stages_name_an_empty_split_and_export_fingerprinted_hf_folders(tmp_
     fingerprint = manifest["fingerprint"]
     assert [f.name for f in (ds / "export/hf/data").iterdir()] == [f"train-{fingerprint}-00000.parquet"]
     assert f"path: data/train-{fingerprint}-*.parquet" in (ds / "export/hf/README.md").read_text(encoding="utf-8")
+
+
+def test_an_empty_dev_split_is_named_and_test_is_still_scored(tmp_path, caplog):
+    pytest.importorskip("torch")
+    from support.training import dataset, tokenizer_of, with_split
+
+    from pipeline.engine.reading import read_segments
+    from pipeline.operations.train import scored_splits
+
+    table = read_segments(_ingest_text(tmp_path, "mine", "One line here.\nAnother line, yes?\n"))
+    table = with_split(table, ["train", "test"])
+    data = dataset(tmp_path / "ds", table, tokenizer_of(table, vocab_size=60), max_len=16)
+    with caplog.at_level("WARNING"):
+        assert scored_splits(data, tmp_path / "ds", "train m") == ["test"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [f"train m: split dev of {tmp_path / 'ds'} has no sequences: not scored"]
