@@ -111,7 +111,11 @@ def dataset_labels(path):
     elif isinstance(manifest, dict):
         claimed, where = PAPERS, location.join(path, location.MANIFEST)
     for file in reading.parquet_files(path):
-        own = from_file_metadata(reading.open_parquet(file).schema_arrow.metadata, file)
+        try:
+            metadata = reading.open_parquet(file).schema_arrow.metadata
+        except errors.InputError:
+            continue  # a damaged part: the read that needs it names it, in file order
+        own = from_file_metadata(metadata, file)
         if own is None:
             continue
         if claimed is not None and not own.same_labels(claimed):
