@@ -2,9 +2,13 @@
 
 A segment ends at a PERIOD or QUESTION label (and at a blank line); each file is one
 document (a shard: the format has no document boundaries to cut at).  Words are normalized
-for the language but never dropped, so the label counts of the file are reproduced exactly:
-a word that normalization empties (the IWSLT and Bangla sets have a few zero-width "words")
-stays, as an empty word, counted under ``empty_words``; a word written with spaces inside
+for the language; a word that is empty then (the IWSLT and Bangla sets have a few zero-width
+"words") is dropped, counted under ``empty_words``, since every export writes words separated by
+spaces and an empty one would shift every label after it.  Its label, when not O, moves to the
+word before it in the file: counted under ``empty_word_labels_moved`` (that word's label was O),
+``empty_word_labels_merged`` (it had a label: the higher one stays, as when two marks follow one
+word) or ``empty_word_labels_dropped`` (no word before it), and the label the dataset no longer holds
+under ``empty_word_labels_lost:LABEL``; a word written with spaces inside
 stays one word, its spaces removed, counted under ``words_with_spaces_joined`` (a control
 character inside a word is such a space, also counted under ``control_characters_made_spaces``).
 Case labels come from the words as written (these sources are lowercase: all O, which the
@@ -75,6 +79,49 @@ def parse(text: str, path, label_set: LabelSet = PAPERS) -> tuple[list[list[str]
     return segments_words, segments_labels, counts
 
 
+def _drop_empty(seg_words, seg_labels, written, stored, label_set: LabelSet, counts: Counts):
+    """The segments without their empty words (``stored`` empty), a dropped word's label moved onto the
+    word before it in the file (the higher label wins); a segment left without words is dropped."""
+    kept_written, kept_stored = [], []
+    out_words, out_labels = [], []
+    position = 0
+    written, stored = written.to_pylist(), stored.to_pylist()
+    for words, labels in zip(seg_words, seg_labels):
+        new_words, new_labels = [], []
+        for word, label in zip(words, labels):
+            i, position = position, position + 1
+            if stored[i]:
+                new_words.append(word)
+                new_labels.append(label)
+                kept_written.append(written[i])
+                kept_stored.append(stored[i])
+                continue
+            # the label a file's own counts hold and the dataset no longer does: a paper's table
+            # counts it back (pipeline.text.protocols)
+            if label_set.id(label) == 0:
+                counts.stats["empty_word_labels_lost:O"] += 1
+                continue
+            before = new_labels if new_labels else (out_labels[-1] if out_labels else None)
+            if before is None:
+                counts.stats["empty_word_labels_dropped"] += 1
+                counts.stats[f"empty_word_labels_lost:{label}"] += 1
+            elif label_set.id(before[-1]) == 0:
+                before[-1] = label
+                counts.stats["empty_word_labels_moved"] += 1
+                counts.stats["empty_word_labels_lost:O"] += 1
+            else:  # two labels after one word: the higher one stays, as for two marks
+                lower = min(before[-1], label, key=label_set.id)
+                before[-1] = max(before[-1], label, key=label_set.id)
+                counts.stats["empty_word_labels_merged"] += 1
+                counts.stats[f"empty_word_labels_lost:{lower}"] += 1
+        if new_words:
+            out_words.append(new_words)
+            out_labels.append(new_labels)
+        else:
+            counts.stats["segments_of_empty_words"] += 1
+    return out_words, out_labels, pa.array(kept_written, pa.string()), pa.array(kept_stored, pa.string())
+
+
 def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
     counts = Counts()
     seg_words, seg_labels, parsed = parse(read_text(shard.path), shard.path, language.labels)
@@ -90,8 +137,16 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
     counts.stats["words_with_spaces_joined"] += sum(1 for w in flat if len(w.split()) > 1)
     written = pa.array(language.normalize_words(flat), pa.string())
     stored = pa.array([w.lower() for w in written.to_pylist()], pa.string()) if language.lowercase else written
+    if empties := sum(1 for w in stored.to_pylist() if not w):
+        seg_words, seg_labels, written, stored = _drop_empty(
+            seg_words, seg_labels, written, stored, language.labels, counts
+        )
+        counts.stats["empty_words"] += empties
+    if not seg_words:  # every word of the file was empty (counted above)
+        return StepResult(
+            segments_table(corpus, language.code, [], [], [], [], vocabulary=language.labels.labels), counts
+        )
     case, surface = case_labels(written, stored)
-    counts.stats["empty_words"] += sum(1 for w in stored.to_pylist() if not w)
     lengths = np.array([len(s) for s in seg_words], dtype=np.int32)
     offsets = pa.array(np.r_[0, np.cumsum(lengths)].astype(np.int32))
     table = segments_table(

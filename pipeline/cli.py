@@ -81,6 +81,8 @@ def _reader_options(args):
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise P.ParamsError(f"--option {item!r}: expected KEY=VALUE")
+        if key in entry:  # a flag's key, or the same key twice: a params file refuses both
+            raise P.ParamsError(f"--option {item!r}: {key!r} is given twice")
         entry[key] = yaml.safe_load(value)
     try:
         return P.validate(P.corpus_model(args.reader), entry, None)
@@ -131,15 +133,26 @@ def _key_values(items, flag: str) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ParamsError(f"{flag} {item!r}: expected KEY=VALUE")
+        if key in out:  # a params file refuses a key given twice; the last one must not win silently
+            raise ParamsError(f"{flag} {item!r}: {key!r} is given twice")
         out[key] = yaml.safe_load(value)
     return out
+
+
+def _name(value, flag: str):
+    """``value`` (a name given on the command line: None, not given) checked as a params name is."""
+    from pipeline import params as P
+
+    if value is not None and (problem := P.name_problem(value)):
+        raise ParamsError(f"{flag}: {problem}")
+    return value
 
 
 def _ingest(args) -> dict:
     from pipeline.operations.ingest import ingest
 
     engine = _engine(args, engine="--engine", workers="--workers", shard_lines="--shard-lines")
-    return ingest(_reader_options(args), args.inputs, args.corpus, args.out, args.stats, engine)
+    return ingest(_reader_options(args), args.inputs, _name(args.corpus, "--corpus"), args.out, args.stats, engine)
 
 
 def _audit(args) -> dict:
@@ -190,7 +203,7 @@ def _align(args) -> dict:
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
     engine = _engine(args, workers="--workers")
-    return align_sides(entry, sides, args.out, args.report, corpus=args.corpus, engine=engine)
+    return align_sides(entry, sides, args.out, args.report, corpus=_name(args.corpus, "--corpus"), engine=engine)
 
 
 #: confusables options that are keys of a confusables entry
@@ -295,7 +308,7 @@ def _train(args) -> dict:
         args.dataset,
         args.out,
         given,
-        name=args.name,
+        name=_name(args.name, "--name"),
         metrics=args.metrics,
         plots_dir=args.plots_dir,
         confusables=args.confusables,

@@ -247,7 +247,7 @@ def ingest(
         stats_path = outputs.file(stats) if stats else None
         with executor(engine, workers, scheduler) as runner:
             log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
-            results = run_step(runner, step, shards, folder, label=f"ingest {corpus}")
+            results = run_step(runner, step, shards, folder, f"ingest {corpus}", get_label_set(label_set))
         counts.add(counts_of(results))
         finish(
             folder,
@@ -255,7 +255,7 @@ def ingest(
             results,
             schema=SCHEMA_NAME,
             **manifest_entry(get_label_set(label_set)),
-            **protocols.record(protocol, lang, corpus, files, reader),
+            **protocols.record(protocol, lang, corpus, files, reader, counts.stats),
         )
         report = report_of(reader, lang, corpus, counts)
         if report.get("ids_made_unique"):

@@ -135,6 +135,33 @@ def from_record(record, where: str) -> LabelSet:
     return label_set
 
 
+#: the key of a Parquet file's schema metadata that holds its label set (:meth:`LabelSet.record` as
+#: JSON): every segment and sequence file carries it, so a part copied out of its folder keeps its labels
+METADATA_KEY = b"punct.label_set"
+
+
+def file_metadata(label_set: LabelSet) -> dict[bytes, bytes]:
+    """The schema metadata a Parquet file of ``label_set`` carries (deterministic bytes)."""
+    import json
+
+    return {METADATA_KEY: json.dumps(label_set.record(), ensure_ascii=False, separators=(",", ":")).encode()}
+
+
+def from_file_metadata(metadata: dict | None, where) -> LabelSet | None:
+    """The label set a Parquet file's schema metadata records (None: it records none, a file written
+    before label sets travelled with files)."""
+    import json
+
+    raw = (metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        return None
+    try:
+        record = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InputError(f"{where}: a malformed label set in its metadata: rewrite it with this version") from None
+    return from_record(record, f"{where}: label set")
+
+
 def model_labels(meta: dict, where) -> LabelSet:
     """The label set a model's metadata (``punctuation.json``) records: its ``label_set``, whose labels
     must be the ``labels`` listed; ``papers`` for a model without one (its labels must be papers')."""

@@ -207,6 +207,7 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     from pipeline.engine.dataset import finish, run_step
     from pipeline.engine.executor import DaskExecutor
     from pipeline.ingest import validate_options
+    from pipeline.labels import PAPERS
 
     options = validate_options("text", {"doc_boundary": "line"})
     shards, _, _ = plan("text", hindi, "hi", options, 200)
@@ -227,7 +228,7 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
         out.mkdir()
         runner = DaskExecutor(2, cluster.scheduler_address)
         try:
-            results = run_step(runner, SlowStep("text", "hi", "hindi", options), shards, out)
+            results = run_step(runner, SlowStep("text", "hi", "hindi", options), shards, out, labels=PAPERS)
             finish(out, "segments", results, schema="punct-segments/2")
             completed = True
         except Exception:

@@ -97,7 +97,8 @@ def test_a_users_file_exports_load_with_the_projects_words_and_labels(tmp_path):
     assert loaded["train"]["words"] == table["words"].to_pylist()
     card = (tmp_path / "hf/README.md").read_text(encoding="utf-8")
     header = yaml.safe_load(card.split("---")[1])
-    assert header["configs"][0]["data_files"] == [{"split": "train", "path": "data/train-*.parquet"}]
+    fingerprint = report["fingerprint"]
+    assert header["configs"][0]["data_files"] == [{"split": "train", "path": f"data/train-{fingerprint}-*.parquet"}]
     assert [f["name"] for f in header["dataset_info"]["features"]][4:7] == ["words", "labels", "case"]
     counts = dict.fromkeys(LABELS, 0)
     for row in table["labels"].to_pylist():

@@ -853,7 +853,7 @@ def align_datasets(
         report_path = outputs.file(report)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             step = AlignStep(ref_path, policy, lang, corpus, mapping, label_set)
-            results = run_step(runner, step, shards, folder, "align")
+            results = run_step(runner, step, shards, folder, "align", label_set)
         merged = AlignReport(policy)
         for result in results:
             merged.merge(result.payload)

@@ -588,11 +588,11 @@ def _summaries(tallies, members, overlaps, drift_threshold, expected_splits) -> 
                 for lang in langs
             }
         present = _split_order({s for s, _ in members[corpus] if s != NO_SPLIT})
-        if present or expected_splits:
+        # a split corpus lists every split, an empty one with zero rows: left out, it goes unseen
+        expected = expected_splits or (SPLITS if present else ())
+        if present or expected:
             summary.update(
-                _split_audit(
-                    corpus, present, expected_splits, members[corpus], tallies, overlaps, distinct, drift_threshold
-                )
+                _split_audit(corpus, present, expected, members[corpus], tallies, overlaps, distinct, drift_threshold)
             )
         result[corpus] = summary
     return result, {corpus: tallies[(corpus, "*", "*")].sentences for corpus in corpora}

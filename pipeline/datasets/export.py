@@ -14,11 +14,14 @@ Every export carries the project's own words and labels: nothing is re-derived f
   label (O after ``dr.`` and ``u.k.`` mid-sentence): NeMo's own preparation script would strip
   their ASCII marks and take an abbreviation's period for a PERIOD label.  Such words (holding a
   character NeMo's script removes) are counted in the manifest's ``kept_whole``.
-* ``hf``: a Hugging Face datasets folder: ``data/<split>-NNNNN.parquet`` and a ``README.md``
-  dataset card whose YAML header lists the splits and the features (``labels`` and ``case`` as
-  ``ClassLabel`` sequences of the label set's names, stored as their class ids), so ``datasets.load_dataset(folder)``
-  gives a DatasetDict; the card's text gives the label set, the label counts per split, the
-  sources and how the dataset was made.
+* ``hf``: a Hugging Face datasets folder: ``data/<split>-<fingerprint>-NNNNN.parquet`` and a
+  ``README.md`` dataset card whose YAML header lists the splits and the features (``labels`` and
+  ``case`` as ``ClassLabel`` sequences of the label set's names, stored as their class ids), so
+  ``datasets.load_dataset(folder)`` gives a DatasetDict; the card's text gives the label set, the
+  label counts per split, the sources and how the dataset was made.  The fingerprint (a digest of
+  the parts' bytes) is in the file names and so in the card's ``data_files`` patterns: ``datasets``
+  keys its cache of a local folder on the folder's name and the card's header alone, so without it
+  two exports to folders of one name, or a re-export over a folder, would load the rows cached first.
 
 Rows without a split are written as one split, ``train`` unless named (``split_name``); a split
 name is a word (letters, digits, ``_``) and never ``all``, which ``datasets`` reserves.
@@ -27,6 +30,7 @@ name is a word (letters, digits, ``_``) and never ``all``, which ``datasets`` re
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import string
@@ -228,11 +232,27 @@ def export_datasets(
             report["kept_whole_examples"] = kept_examples
             report["skipped_empty_segments"] = dict(sorted(empty.items()))
         if fmt == "hf":
+            report["fingerprint"] = _fingerprint_parts(folder / "data", hf_parts)
             _write_card(folder, report, card or {}, label_set)
         for path in folder.rglob("*"):
             writing.make_readable(path)
         writing.write_manifest(folder, report)
     return report
+
+
+def _fingerprint_parts(data: Path, parts: dict[str, int]) -> str:
+    """A digest of the hf export's rows (its parts' bytes, split by split), put into the parts' names:
+    ``data/<split>-NNNNN.parquet`` becomes ``data/<split>-<fingerprint>-NNNNN.parquet``."""
+    digest = hashlib.sha256()
+    for split in sorted(parts):
+        for k in range(parts[split] + 1):
+            digest.update(f"{split}-{k:05d}\n".encode())
+            digest.update(hashlib.sha256((data / f"{split}-{k:05d}.parquet").read_bytes()).digest())
+    fingerprint = digest.hexdigest()[:16]
+    for split in sorted(parts):
+        for k in range(parts[split] + 1):
+            os.replace(data / f"{split}-{k:05d}.parquet", data / f"{split}-{fingerprint}-{k:05d}.parquet")
+    return fingerprint
 
 
 def export_warnings(report: dict) -> list[str]:
@@ -296,7 +316,7 @@ def _write_card(folder: Path, report: dict, card: dict, label_set: LabelSet = PA
         "configs": [
             {
                 "config_name": "default",
-                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits],
+                "data_files": [{"split": s, "path": f"data/{s}-{report['fingerprint']}-*.parquet"} for s in splits],
             }
         ],
         "dataset_info": {

@@ -50,7 +50,7 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError
-from pipeline.labels import PAPERS, QUESTION, LabelSet
+from pipeline.labels import PAPERS, QUESTION, LabelSet, file_metadata
 from pipeline.params import EngineParams, OversampleParams
 from pipeline.schema import SCHEMA_NAME, concat, flat_codes, papers_codes, with_column
 
@@ -342,7 +342,7 @@ class _Write:
             counts.stats["augmented_rows"] += part.num_rows
             counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
             name = f"part-{copy * self.n_shards + shard.index:05d}.parquet"
-            writing.write_parquet(part, location.join(self.augmented_folder, name))
+            writing.write_parquet(part, location.join(self.augmented_folder, name), file_metadata(self.label_set))
         return StepResult(table, counts)
 
 
@@ -528,7 +528,7 @@ def oversample_dataset(
                 copies_folder, runs, augment, seed, plan, vocabulary,
                 confusables if vocabulary is not None else None, augmented_folder, len(shards), label_set,
             )  # fmt: skip
-            results = run_step(runner, write, shards, folder, label="oversample")
+            results = run_step(runner, write, shards, folder, "oversample", label_set)
         counts = counts_of(results)
         finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set), **protocol_entry(source))
         writing.write_manifest(

@@ -607,7 +607,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             step = SequencesStep(
                 tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend, label_set
             )
-            results = run_step(runner, step, shards, folder, label=f"sequences {name}")
+            results = run_step(runner, step, shards, folder, f"sequences {name}", label_set)
             # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
             views = [AuditView([name], expected_splits=("train", "dev", "test"))]
             if not one_value(source, "corpus"):

@@ -485,7 +485,41 @@ class _WriteSplit:
             duplicate = (drop[position] == hashes) & (codes == SPLIT_NAMES.index("train"))
             counts.stats["train_duplicates_dropped"] += int(duplicate.sum())
             table = table.filter(pa.array(~duplicate))
+            codes = codes[~duplicate]
+        _count_splits(table, codes, counts)
         return StepResult(table, counts, payload=written)
+
+
+#: the stats keys of the per-split counts (``split.train.documents``...), gathered into the report's ``splits``
+_PER_SPLIT = "split."
+
+
+def _count_splits(table: pa.Table, codes: np.ndarray, counts: Counts) -> None:
+    """Documents, segments and words of each split in the written rows (a document's rows are all in
+    one shard, so documents add up across shards)."""
+    docs = document_index(table)
+    words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else codes
+    for code, name in enumerate(SPLIT_NAMES):
+        rows = codes == code
+        counts.stats[f"{_PER_SPLIT}{name}.documents"] += len(np.unique(docs[rows]))
+        counts.stats[f"{_PER_SPLIT}{name}.segments"] += int(rows.sum())
+        counts.stats[f"{_PER_SPLIT}{name}.words"] += int(words[rows].sum())
+
+
+def per_split(stats: dict) -> dict[str, dict[str, int]]:
+    """The report's ``splits``: per split its documents, segments and words (every split, 0 included)."""
+    return {
+        name: {what: int(stats.get(f"{_PER_SPLIT}{name}.{what}", 0)) for what in ("documents", "segments", "words")}
+        for name in SPLIT_NAMES
+    }
+
+
+def expected_splits(params: SplitParams, inputs) -> list[str]:
+    """The splits the rule gives documents to: a positive ratio or count, or a corpus fixed to it."""
+    asked = params.counts if params.counts is not None else (params.ratios or {})
+    named = {name for name, share in asked.items() if share > 0} if any(i.fixed is None for i in inputs) else set()
+    named |= {i.fixed for i in inputs if i.fixed is not None}
+    return [name for name in SPLIT_NAMES if name in named]
 
 
 def split_dataset(
@@ -551,10 +585,10 @@ def split_dataset(
                 drop = location.join(scratch, "train_duplicates.bin")
                 writing.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
                 write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
-                results = run_step(runner, write, shards, folder, "split")
+                results = run_step(runner, write, shards, folder, "split", label_set)
             else:
                 write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
-                results = run_step(runner, write, shards, folder, "split")
+                results = run_step(runner, write, shards, folder, "split", label_set)
                 written = sum(r.payload for r in results)
                 overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
         counts = counts_of(results)
@@ -566,7 +600,18 @@ def split_dataset(
             **manifest_entry(label_set),
             **protocol_entry([i.path for i in inputs]),
         )
-        out_report = {key: int(value) for key, value in sorted(counts.stats.items())}
+        out_report = {key: int(value) for key, value in sorted(counts.stats.items()) if not key.startswith(_PER_SPLIT)}
+        out_report["splits"] = per_split(counts.stats)
+        empty = [name for name in expected_splits(params, inputs) if not out_report["splits"][name]["documents"]]
+        if empty:
+            out_report["empty_splits"] = empty
+            documents = sum(split["documents"] for split in out_report["splits"].values())
+            log.warning(
+                "%s: no documents in split %s (%d documents in all): a model cannot be scored on an empty split",
+                out,
+                ", ".join(empty),
+                documents,
+            )
         out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
         if params.drop_train_duplicates:
             out_report.setdefault("train_duplicates_dropped", 0)

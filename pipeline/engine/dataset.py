@@ -123,14 +123,73 @@ def protocol_entry(paths) -> dict:
 
 
 def dataset_labels(path):
-    """The label set the dataset ``path`` records (``papers`` where its manifest has none, or it has
-    no manifest: a lone Parquet file, a dataset written before label sets)."""
-    from pipeline.labels import PAPERS, from_record
+    """The label set of the dataset ``path``: the one its files record in their metadata, which must be
+    the one its manifest records (a part of another dataset is refused).  A file that records none
+    (written before label sets travelled with files) has its folder manifest's; ``papers`` where
+    neither says."""
+    from pipeline.labels import PAPERS, from_file_metadata, from_record
 
     manifest = reading.read_manifest(path) if not location.is_file(path) else None
-    if not isinstance(manifest, dict) or "label_set" not in manifest:
-        return PAPERS
-    return from_record(manifest["label_set"], f"{location.join(path, location.MANIFEST)}: label_set")
+    claimed, where = None, None
+    if isinstance(manifest, dict) and "label_set" in manifest:
+        where = location.join(path, location.MANIFEST)
+        claimed = from_record(manifest["label_set"], f"{where}: label_set")
+    elif isinstance(manifest, dict):
+        claimed, where = PAPERS, location.join(path, location.MANIFEST)
+    for file in reading.parquet_files(path):
+        try:
+            metadata = reading.open_parquet(file).schema_arrow.metadata
+        except errors.InputError:
+            continue  # a damaged part: the read that needs it names it, in file order
+        own = from_file_metadata(metadata, file)
+        if own is None:
+            continue
+        if claimed is not None and not own.same_labels(claimed):
+            raise errors.InputError(
+                f"{file}: label set {own.name}, but {where}: label set {claimed.name}: a part of another "
+                "dataset; rewrite the dataset"
+            )
+        claimed, where = own, file
+    # papers' labels under any name are papers, as a manifest without a record says
+    return PAPERS if claimed is None or claimed.is_papers else claimed
+
+
+def file_labels(file):
+    """The label set of one Parquet file: its metadata's, else its folder manifest's, else ``papers``
+    (per shard read: one footer and at most one manifest, never the other parts)."""
+    from pipeline.labels import PAPERS, from_file_metadata, from_record
+
+    own = from_file_metadata(reading.open_parquet(file).schema_arrow.metadata, file)
+    if own is not None:
+        return PAPERS if own.is_papers else own
+    manifest_path = location.join(location.parent_of(file), location.MANIFEST)
+    manifest = reading.read_json(manifest_path) if location.is_file(manifest_path) else None
+    if isinstance(manifest, dict) and "label_set" in manifest:
+        return from_record(manifest["label_set"], f"{manifest_path}: label_set")
+    return PAPERS
+
+
+def check_labels(table, label_set, path) -> None:
+    """Refuse, in one line, rows of ``path`` whose labels (strings) are not of its label set."""
+    if "labels" not in table.column_names or not table.num_rows:
+        return
+    column = table["labels"]
+    if not pa.types.is_list(column.type) or not (
+        pa.types.is_string(column.type.value_type) or pa.types.is_dictionary(column.type.value_type)
+    ):
+        return  # label ids (sequences), checked by their consumers
+    values = set()
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        flat = chunk.values
+        if pa.types.is_dictionary(flat.type):
+            flat = flat.dictionary
+        values.update(v for v in pc.unique(flat).to_pylist() if v is not None)
+    unknown = sorted(values - set(label_set.labels))
+    if unknown:
+        raise errors.InputError(
+            f"{path}: rows hold labels {', '.join(unknown[:5])} outside its label set {label_set.name} "
+            f"({', '.join(label_set.labels)}): the file and its label set disagree; rewrite it"
+        )
 
 
 def labels_of(paths):
@@ -161,7 +220,11 @@ _WORDS_LEAF = "words.list.element"
 def iter_batches(path, columns: list[str] | None = None, batch_size: int = 65_536):
     """Record batches of the dataset ``path``, streamed, its parts checked first (:func:`checked_parts`)."""
     for file in checked_parts(path):
-        yield from reading.batches_of(reading.open_parquet(file), file, columns=columns, batch_size=batch_size)
+        label_set = file_labels(file) if columns is None or "labels" in columns else None
+        for batch in reading.batches_of(reading.open_parquet(file), file, columns=columns, batch_size=batch_size):
+            if label_set is not None:
+                check_labels(pa.Table.from_batches([batch]), label_set, file)
+            yield batch
 
 
 def checked_parts(path) -> list:
@@ -345,6 +408,8 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
         if isinstance(exc, pa.ArrowNotImplementedError):
             raise
         raise reading.unreadable(exc, shard.path) from None
+    if "labels" in table.column_names:
+        check_labels(table, file_labels(shard.path), shard.path)
     table = table.slice(shard.start - first_row, shard.stop - shard.start)
     return table.combine_chunks() if dictionary else table
 
@@ -378,8 +443,9 @@ class WriteParts:
     """Picklable wrapper: one shard through ``step`` into ``folder/part-NNNNN.parquet`` (when the
     step returns a table), the counts back to the driver."""
 
-    def __init__(self, step, folder: str | os.PathLike | None):
+    def __init__(self, step, folder: str | os.PathLike | None, metadata: dict | None = None):
         self.step, self.folder = step, None if folder is None else str(folder)
+        self.metadata = metadata
 
     def __call__(self, shard) -> ShardResult:
         result = self.step(shard)
@@ -389,7 +455,7 @@ class WriteParts:
         if table is not None:
             if self.folder is None:
                 raise ValueError("a step returned a table but the stage writes no dataset")
-            writing.write_parquet(table, location.join(self.folder, part_name(shard.index)))
+            writing.write_parquet(table, location.join(self.folder, part_name(shard.index)), self.metadata)
             rows = table.num_rows
             if "words" not in table.column_names:
                 words = None
@@ -399,10 +465,19 @@ class WriteParts:
 
 
 def run_step(
-    runner: Executor, step, shards: list, folder: str | os.PathLike | None = None, label: str | None = None
+    runner: Executor,
+    step,
+    shards: list,
+    folder: str | os.PathLike | None = None,
+    label: str | None = None,
+    labels=None,
 ) -> list[ShardResult]:
-    """``step`` over every shard on ``runner``; parts written into ``folder`` (a staging folder)."""
-    return runner.map(WriteParts(step, folder), shards, label=label)
+    """``step`` over every shard on ``runner``; parts written into ``folder`` (a staging folder), each
+    carrying the label set ``labels`` in its metadata (a dataset of labels must give it)."""
+    from pipeline.labels import file_metadata
+
+    metadata = file_metadata(labels) if labels is not None else None
+    return runner.map(WriteParts(step, folder, metadata), shards, label=label)
 
 
 def each_step(runner: Executor, step, shards: list, label: str | None = None) -> Iterator[ShardResult]:

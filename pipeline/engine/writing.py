@@ -111,24 +111,38 @@ def make_readable(path: Path) -> None:
     os.chmod(path, mode)
 
 
-def write_parquet(table: pa.Table, path: str | os.PathLike) -> None:
+def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: dict[bytes, bytes] | None = None) -> None:
     """One Parquet file written in place (inside a staging folder, or a lone file: see :func:`atomic_path`).
 
     List columns of strings are written from dictionaries (a column read as a dictionary is
     written without being decoded: 1.5x faster) and no Arrow schema is stored, so every reader
-    sees plain strings whichever way the table was built."""
+    sees plain strings whichever way the table was built.  ``metadata``: the file's key-value
+    metadata (a dataset's label set: :func:`pipeline.labels.file_metadata`)."""
     path = path if is_url(path) else Path(path)
     table = as_dictionaries(table)
     options = dict(write_statistics=statistics_columns(table.schema), store_schema=False, **PARQUET_OPTIONS)
     try:
         if is_url(path):
             with open_output(path) as sink:
-                pq.write_table(table, sink, **options)
+                _write_parquet(table, sink, options, metadata)
         else:
-            pq.write_table(table, path, **options)
+            _write_parquet(table, path, options, metadata)
     except OSError as exc:
         raise write_failed(exc, path) from None
     make_readable(path)
+
+
+def _write_parquet(table: pa.Table, where, options: dict, metadata: dict[bytes, bytes] | None) -> None:
+    """``pq.write_table``, with ``metadata`` in the file's footer: without a stored Arrow schema, the
+    table's own schema metadata is not written, so it is added as the footer's key-value metadata."""
+    if not metadata:
+        pq.write_table(table, where, **options)
+        return
+    options = dict(options)
+    row_group_size = options.pop("row_group_size")
+    with pq.ParquetWriter(where, table.schema, **options) as writer:
+        writer.write_table(table, row_group_size=row_group_size)
+        writer.add_key_value_metadata(metadata)
 
 
 def _is_dataset(path: Path) -> bool:

@@ -17,7 +17,8 @@ def split(inputs: dict[str, str], params, out, report_path, engine, *, fixed=Non
     sources = [SplitInput(corpus, str(path)) for corpus, path in inputs.items()]
     sources += [SplitInput(corpus, str(path), split) for corpus, (path, split) in (fixed or {}).items()]
     report = split_dataset(sources, params, out, report_path, engine)
-    log.info("%s: %s", name, ", ".join(f"{k} {v}" for k, v in report.items() if isinstance(v, int)))
+    per_split = ", ".join(f"{k} {v['documents']} docs, {v['words']} words" for k, v in report["splits"].items())
+    log.info("%s: %s", name, per_split)
     return report
 
 

@@ -48,7 +48,7 @@ def train(
     ``metrics`` and, in ``plots_dir`` (default: the metrics' folder), ``train_<name>_steps.csv`` and
     ``train_<name>_confusion.csv``."""
     from pipeline.engine import writing
-    from pipeline.training.checks import sequence_options
+    from pipeline.training.checks import scored_splits, sequence_options
     from pipeline.training.data import TrainingData
     from pipeline.training.loop import evaluate
     from pipeline.training.loop import train as train_loop
@@ -59,6 +59,7 @@ def train(
     options, tokenizer_source = sequence_options(dataset, stated)
     data = TrainingData.from_folder(dataset, options, confusables, tokenizer_source=tokenizer_source)
     model = build_model(params, data.tokenizer, data.label_set)
+    scored_splits(data, dataset, f"train {name}")
     model_dir = Path(model_dir)
     history = train_loop(
         model, data, params, model_dir=model_dir, checkpoint_dir=checkpoint_dir, resume=resume, where=f"train {name}"

@@ -169,15 +169,23 @@ def check(name: str, lang: str, label_set: str, reader: str | None = None, user_
         raise ProtocolError(f"protocol: {name} relabels punctuated text; reader {reader} has no marks to relabel")
 
 
-def record(name: str, lang: str, corpus: str, files, reader: str) -> dict:
+def record(name: str, lang: str, corpus: str, files, reader: str, stats=None) -> dict:
     """What a dataset's manifest keeps of its protocol (nothing under ``papers``): the source files'
-    names find the paper's row; the reader places the audit page's notes on a source format."""
+    names find the paper's row; the reader places the audit page's notes on a source format;
+    ``dropped``: the empty words the reader dropped (``stats``, its counts) and the labels the
+    dataset no longer holds because of them, which the paper's files, and so its tables, count."""
     from pathlib import Path
 
     if name == PAPERS:
         return {}
     sources = sorted(Path(str(f)).name for f in files)
-    return {"protocol": {"name": name, "lang": lang, "corpus": corpus, "reader": reader, "sources": sources}}
+    out = {"name": name, "lang": lang, "corpus": corpus, "reader": reader, "sources": sources}
+    stats = stats or {}
+    if words := int(stats.get("empty_words", 0)):
+        prefix = "empty_word_labels_lost:"
+        labels = {k.removeprefix(prefix): int(v) for k, v in sorted(stats.items()) if k.startswith(prefix) and v}
+        out["dropped"] = {"words": words, "labels": labels}
+    return {"protocol": out}
 
 
 # ------------------------------------------------------------------------------ rewriting
@@ -340,13 +348,20 @@ def label_lines(lines: pa.Array, language, documents=None):
 # ------------------------------------------------------------------------------ tables
 
 
-def _counted(table: Table, summary: dict) -> list:
-    labels = summary.get("merged_labels", summary.get("labels", {}))
+def _counted(table: Table, summary: dict, dropped: dict | None = None) -> list:
+    """The table's columns of one dataset's audit ``summary``; ``dropped``: the words (and their
+    labels) the reader dropped, which the paper counted (its files hold them)."""
+    labels = dict(summary.get("merged_labels", summary.get("labels", {})))
+    words = summary.get("words", 0)
+    if dropped:
+        words += dropped.get("words", 0)
+        for label, n in dropped.get("labels", {}).items():
+            labels[label] = labels.get(label, 0) + n
     if table.counting == "slots":
         by_column = {"Word": labels.get("O", 0), "Period": labels.get("PERIOD", 0)}
         by_column |= {"Question": labels.get("QUESTION", 0), "Comma": labels.get("COMMA", 0)}
     elif table.counting == "words":
-        by_column = {"Total": summary.get("words", 0), "Period": labels.get("PERIOD", 0)}
+        by_column = {"Total": words, "Period": labels.get("PERIOD", 0)}
         by_column |= {"Comma": labels.get("COMMA", 0), "Question": labels.get("QUESTION", 0)}
         by_column |= {"Other": labels.get("O", 0)}
     else:  # the words before the one carrying the end mark: one fewer per sentence; std unchanged
@@ -377,7 +392,7 @@ def paper_tables(result: dict, records: dict[str, dict]) -> dict:
                 ),
                 None,
             )
-            ours = _counted(table, result[name])
+            ours = _counted(table, result[name], rec.get("dropped"))
             entry = {
                 "protocol": protocol.name,
                 "table": table.name,

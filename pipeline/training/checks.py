@@ -10,9 +10,12 @@ each other and against the model lives here, for the command line, the stage and
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pipeline.errors import InputError, ParamsError
+
+log = logging.getLogger("punct-corpora.train")
 
 #: model types whose position ids start after the padding id (RoBERTa's family): ``max_position_embeddings``
 #: counts those offsets too
@@ -203,3 +206,19 @@ def check_inputs(model, data, params, where: str = "training") -> None:
     _check_tokenizer(data, params, where)
     _check_model(model, data, where)
     _check_params(model, data, params, where)
+
+
+def scored_splits(data, dataset, where: str) -> list[str]:
+    """The splits the model is scored on (test, dev): an empty one is named in a warning line; none
+    at all is refused before any step, since the run would end without a score."""
+    from pipeline.training.data import split_tables
+
+    scored = [s for s in ("test", "dev") if next(split_tables(data.sequences, s, ["split"]), None) is not None]
+    for split in [s for s in ("test", "dev") if s not in scored] if scored else []:
+        log.warning("%s: split %s of %s has no sequences: not scored", where, split, dataset)
+    if not scored:
+        raise InputError(
+            f"{where}: {dataset}: the test and dev splits have no sequences, so the model cannot be scored "
+            "(the split report names the empty splits: give them documents)"
+        )
+    return scored
