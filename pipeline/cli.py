@@ -412,13 +412,13 @@ def _align_options(align) -> None:
         help="how documents are paired: same id, position, or the --pairs file",
     )
     align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
-    _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
+    _option(align, "--max-wer", A, "max_wer", type=float, help="fail when a document pair's word error rate is above")
     _switch(
         align,
         "--force",
         A,
         "force",
-        "align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+        "leave out the document pairs above --max-wer and unpaired hypothesis documents (reported), not fail",
     )
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"

@@ -153,10 +153,10 @@ class AlignmentParams(Section):
     )
     pairs: str | None = _field(None, "with pair_by file: a two-column file (reference id, hypothesis id per line)")
     max_wer: float = _field(
-        0.5, "fail above this word error rate (the two sides are probably not the same documents)", ge=0
+        0.5, "fail when a document pair's word error rate is above this (probably not the same document)", ge=0
     )
     force: bool = _field(
-        False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
+        False, "leave out document pairs above max_wer and unpaired hypothesis documents (reported), not fail"
     )
     workers: int = _field(1, "worker processes (0: one per core)", ge=0, le=MAX_WORKERS)
     engine: EngineOverride | None = _field(None, "engine keys for this alignment")
