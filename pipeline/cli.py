@@ -33,6 +33,7 @@ _FLAGS = {
     "spoken": "--spoken",
     "user_dict": "--user-dict",
     "label_set": "--label-set",
+    "allow_other_script": "--allow-other-script",
 }
 
 
@@ -358,6 +359,13 @@ def _ingest_options(ingest) -> None:
         help="the labels marks map to: papers, extended, extended_danda, or a label-set table's path",
     )
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
+    _switch(
+        ingest,
+        "--allow-other-script",
+        P.CorpusBase,
+        "allow_other_script",
+        "ingest a corpus most of whose words are in another script than --lang's (refused otherwise)",
+    )
     _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
     ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")

@@ -103,6 +103,9 @@ class CorpusBase(Section):
         "the labels marks map to: a built-in set (papers, extended, extended_danda) or a label-set table's path "
         "(a dependency of the stage); recorded in the dataset",
     )
+    allow_other_script: bool = _field(
+        False, "ingest a corpus most of whose words are in another script than lang's (refused otherwise)"
+    )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
 
     @field_validator("label_set")

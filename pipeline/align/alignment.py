@@ -884,6 +884,7 @@ def align_datasets(
     from pipeline.schema import SCHEMA_NAME
 
     engine = engine or EngineParams()
+    check_languages(lang, {"reference": ref_path, "hypothesis": hyp_path})
     # the reference's labels go onto the hypothesis (whose own labels are dropped, whatever their set)
     label_set = dataset_labels(ref_path)
     shards = row_shards(hyp_path, engine.shard_rows)
@@ -911,6 +912,44 @@ def align_datasets(
         finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
         writing.write_json_in_place(out_report, report_path)
     return out_report
+
+
+def _dataset_languages(path) -> list[str]:
+    """The distinct values of a dataset's ``lang`` column, sorted (streamed)."""
+    from pipeline.engine.dataset import iter_batches
+
+    seen: set[str] = set()
+    for batch in iter_batches(path, columns=["lang"]):
+        column = batch.column(0)
+        if len(column):
+            seen.update(
+                v
+                for v in pc.unique(
+                    column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
+                ).to_pylist()
+                if v
+            )
+    return sorted(seen)
+
+
+def check_languages(lang: str | None, datasets: dict[str, str]) -> None:
+    """The alignment's ``lang`` (its number grammars) is the language of both datasets' rows, and the
+    two are one language: refused otherwise (the reference read as one language, the transcript
+    as another, or a grammar of a third)."""
+    found = {side: _dataset_languages(path) for side, path in datasets.items()}
+    for side, langs in found.items():
+        if lang is not None and langs and langs != [lang]:
+            raise ParamsError(
+                f"lang {lang!r} differs from the {side} dataset {datasets[side]}, whose rows are in "
+                f"{', '.join(map(repr, langs))} (its lang column): align it with the language it was ingested in"
+            )
+    ref_langs, hyp_langs = found.get("reference"), found.get("hypothesis")
+    if ref_langs and hyp_langs and ref_langs != hyp_langs:
+        raise ParamsError(
+            f"the reference dataset {datasets['reference']} is in {', '.join(map(repr, ref_langs))} but the "
+            f"hypothesis dataset {datasets['hypothesis']} in {', '.join(map(repr, hyp_langs))} (their lang "
+            "columns): not the same text"
+        )
 
 
 def _document_ids(path) -> list[str]:

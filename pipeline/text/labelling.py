@@ -35,6 +35,7 @@ from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
 from pipeline.text.languages import Language
 from pipeline.text.normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
+from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
@@ -348,14 +349,17 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False) -> 
         codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
     is_word = body_len > 0
+    stats: Counter = Counter()
     other = np.zeros(len(codes), dtype=bool)
     if language.drop_other_scripts and language.scripts and not keep_other_scripts:
         # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
         other = _other_script(body, language.scripts) & is_word
         if other.any():
             dropped["word_in_other_script"] += int(other.sum())
+            # by script: ingest refuses a corpus mostly in another script than its language's
+            for script, n in script_tally(body.filter(pa.array(other))).items():
+                stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
             is_word = is_word & ~other
-    stats: Counter = Counter()
     if len(abbreviation_rows):
         # the label the period would give, were the word no abbreviation
         period = table.labels.to_id[table.label_of(".")]
