@@ -262,10 +262,14 @@ def _abbreviation_ends(
     if not len(candidates):
         return
     rows, before_name, line = rows[candidates], before_name[candidates], line[candidates]
-    words = np.flatnonzero(is_word)
-    at = np.searchsorted(words, rows, side="right")
-    following = words[np.minimum(at, len(words) - 1)]
-    has_next = (at < len(words)) & (following < token_offsets[line + 1])
+    # the next word is nearly always the next token; the word index is built only for the others
+    following = np.minimum(rows + 1, len(codes) - 1)
+    far = np.flatnonzero(~is_word[following] | (following == rows))
+    if len(far):
+        words = np.flatnonzero(is_word)
+        at = np.searchsorted(words, rows[far], side="right")
+        following[far] = np.where(at < len(words), words[np.minimum(at, len(words) - 1)], len(codes))
+    has_next = following < token_offsets[line + 1]
     if (~has_next).any():
         stats["abbreviation_end_unresolved:line_end"] += int((~has_next).sum())
     rows, before_name, line, following = rows[has_next], before_name[has_next], line[has_next], following[has_next]
