@@ -173,6 +173,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
                 continue
         labelled = label_lines(lines, language)
         counts.dropped.update(labelled.dropped)
+        counts.stats.update(labelled.stats)
         to_id, ends = language.labels.to_id, language.labels.sentence_end_ids
         sentences, seen_sentences = [], set()
         for words, labels, case, surface in zip(

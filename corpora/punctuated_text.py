@@ -111,6 +111,8 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
     names, seg = numbering(shard, blank, options.doc_boundary)
     labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names)
     counts.dropped.update(labelled.dropped)
+    if not transcript:  # a transcript's labels are stripped: how its abbreviations read does not matter
+        counts.stats.update(labelled.stats)
     labels = None
     if transcript:  # an ASR hypothesis: marks found anyway are stripped, counted
         flat = pc.list_flatten(labelled.labels)

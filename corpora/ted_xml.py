@@ -91,6 +91,7 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         counts.stats["blank_lines"] += int(blank.sum())
         labelled = label_lines(lines, language)
         counts.dropped.update(labelled.dropped)
+        counts.stats.update(labelled.stats)
         lengths = np.array([len(w) for w in labelled.words.to_pylist()], dtype=np.int64)
         counts.dropped["line_without_words"] += int(((lengths == 0) & ~blank).sum())
         seg = np.cumsum(~blank) - 1

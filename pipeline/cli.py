@@ -34,6 +34,7 @@ _FLAGS = {
     "user_dict": "--user-dict",
     "label_set": "--label-set",
     "protocol": "--protocol",
+    "allow_other_script": "--allow-other-script",
 }
 
 
@@ -382,6 +383,13 @@ def _ingest_options(ingest) -> None:
         help="a paper's preprocessing, labelling and table counting (lexicons/protocols): papers, alam2020, rao2022",
     )
     ingest.add_argument("--glob", help="with folder inputs: which files to read (default: all)")
+    _switch(
+        ingest,
+        "--allow-other-script",
+        P.CorpusBase,
+        "allow_other_script",
+        "ingest a corpus most of whose words are in another script than --lang's (refused otherwise)",
+    )
     _engine_options(ingest, "engine", "workers", "shard_lines")
     ingest.add_argument("inputs", nargs="+", metavar="INPUT", help="input file(s) or folder(s)")
     ingest.add_argument("--out", required=True, help="output segment dataset (a folder of parts)")
@@ -436,13 +444,13 @@ def _align_options(align) -> None:
         help="how documents are paired: same id, position, or the --pairs file",
     )
     align.add_argument("--pairs", metavar="FILE", help="lines of: reference id, hypothesis id (implies --pair-by file)")
-    _option(align, "--max-wer", A, "max_wer", type=float, help="fail above this word error rate")
+    _option(align, "--max-wer", A, "max_wer", type=float, help="fail when a document pair's word error rate is above")
     _switch(
         align,
         "--force",
         A,
         "force",
-        "align even above --max-wer or with unpaired hypothesis documents (left out, reported)",
+        "leave out the document pairs above --max-wer and unpaired hypothesis documents (reported), not fail",
     )
     align.add_argument(
         "--corpus", help="dataset name of the output (default: the hypothesis file's name, or its dataset's)"

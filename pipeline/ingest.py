@@ -149,12 +149,52 @@ class IngestStep:
             result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang), language.labels)
             result.counts.stats.update(spoken_counts)
         table = result.table
+        words = pc.list_flatten(table["words"])
+        words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
+        _count_other_scripts(words, language.scripts, result.counts)
         result.counts.stats["segments"] += table.num_rows
         result.counts.stats["words"] += int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0)
         result.counts.stats["cased_words"] += int(
             pc.sum(pc.not_equal(pc.list_flatten(table["case"]), "O")).as_py() or 0
         )
         return result
+
+
+def _count_other_scripts(words: pa.Array, scripts: tuple[str, ...], counts: Counts) -> None:
+    """The kept words in another script than the language's, by script (those a language drops
+    are counted where they are dropped), under ``other_script_words:<Script>``."""
+    from pipeline.text.scripts import OTHER_SCRIPT_WORDS, other_script_words, script_tally
+
+    other = other_script_words(words, scripts)
+    if other.any():
+        for script, n in script_tally(words.filter(pa.array(other))).items():
+            counts.stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
+
+
+#: above this share of its words in another script, a corpus is taken for another language
+MAX_OTHER_SCRIPT_SHARE = 0.5
+
+
+def check_scripts(report: dict, lang: str, inputs, allow_other_script: bool) -> None:
+    """Refuse a corpus most of whose words are in another script than ``lang``'s (the wrong
+    ``lang``, or the wrong file): a language that drops such words would keep a few; one that
+    keeps them would label them by rules of another language."""
+    from pipeline.text.languages import get_language
+    from pipeline.text.scripts import OTHER_SCRIPT_WORDS
+
+    seen = {k.split(":", 1)[1]: v for k, v in report.items() if k.startswith(OTHER_SCRIPT_WORDS + ":")}
+    other = sum(seen.values())
+    total = report.get("words", 0) + report.get("dropped", {}).get("word_in_other_script", 0)
+    if allow_other_script or not other or other <= MAX_OTHER_SCRIPT_SHARE * total:
+        return
+    script = max(sorted(seen), key=seen.get)
+    own = " or ".join(get_language(lang).scripts)
+    given = inputs if isinstance(inputs, str | os.PathLike) else ", ".join(map(str, inputs))
+    raise errors.InputError(
+        f"{given}: {other / total:.0%} of the words ({other} of {total}) are in another script than {own} "
+        f"(lang {lang!r}), {'all' if seen[script] == other else 'most'} of them {script}: is lang right? "
+        "(allow_other_script: true, --allow-other-script, ingests it as it is)"
+    )
 
 
 def validate_options(reader: str, options: dict | None):
@@ -223,11 +263,14 @@ def ingest(
     lines_per_shard: int = 100_000,
     label_set: str = DEFAULT_LABEL_SET,
     protocol: str = PAPERS_PROTOCOL,
+    allow_other_script: bool = False,
 ) -> dict:
     """Read ``inputs`` with ``reader`` into the segment dataset ``out`` (a folder of parts) and its
     counts into ``stats``; both appear together or not at all; ``label_set``: the labels the marks
     get (recorded in the manifest); ``protocol``: a paper's preprocessing (:mod:`pipeline.text.protocols`;
-    recorded in the manifest with the input files' names, unless ``papers``).  Returns the report."""
+    recorded in the manifest with the input files' names, unless ``papers``); ``allow_other_script``:
+    keep a corpus most of whose words are in another script than ``lang``'s (refused otherwise).
+    Returns the report."""
     from pipeline.text import protocols
 
     if not hasattr(options, "model_dump"):
@@ -258,6 +301,7 @@ def ingest(
             **protocols.record(protocol, lang, corpus, files, reader, counts.stats),
         )
         report = report_of(reader, lang, corpus, counts)
+        check_scripts(report, lang, inputs, allow_other_script)
         if report.get("ids_made_unique"):
             log.warning(
                 "ingest %s: %d document id(s) suffixed ~2, ~3... to stay distinct (input files of one stem, "
@@ -290,6 +334,7 @@ def ingest_corpus(entry, inputs, corpus: str, out, stats, engine) -> dict:
         lines_per_shard=engine.shard_lines,
         label_set=entry.label_set,
         protocol=entry.protocol,
+        allow_other_script=entry.allow_other_script,
     )
     dropped = sum(report["dropped"].values())
     where = f" (see {stats})" if stats else ""
@@ -316,6 +361,7 @@ def ingest_table(
     lines_per_shard: int = 100_000,
     label_set: str = DEFAULT_LABEL_SET,
     protocol: str = PAPERS_PROTOCOL,
+    allow_other_script: bool = False,
 ) -> tuple[pa.Table, dict]:
     """The same ingest in memory: the segment table and the report (for small data and tests)."""
     if not hasattr(options, "model_dump"):
@@ -327,4 +373,6 @@ def ingest_table(
         result = step(shard)
         tables.append(result.table)
         counts.add(result.counts)
-    return concat(tables), report_of(reader, lang, corpus, counts)
+    report = report_of(reader, lang, corpus, counts)
+    check_scripts(report, lang, inputs, allow_other_script)
+    return concat(tables), report

@@ -108,6 +108,9 @@ class CorpusBase(Section):
         "a paper's preprocessing (rewrites, labelling, table counting) from lexicons/protocols: papers (the "
         "project's rules), alam2020, rao2022; recorded in the dataset",
     )
+    allow_other_script: bool = _field(
+        False, "ingest a corpus most of whose words are in another script than lang's (refused otherwise)"
+    )
     engine: EngineOverride | None = _field(None, "engine keys for this corpus's ingest")
 
     @field_validator("protocol")
@@ -169,10 +172,10 @@ class AlignmentParams(Section):
     )
     pairs: str | None = _field(None, "with pair_by file: a two-column file (reference id, hypothesis id per line)")
     max_wer: float = _field(
-        0.5, "fail above this word error rate (the two sides are probably not the same documents)", ge=0
+        0.5, "fail when a document pair's word error rate is above this (probably not the same document)", ge=0
     )
     force: bool = _field(
-        False, "align anyway: above max_wer, and with unpaired hypothesis documents (left out, reported)"
+        False, "leave out document pairs above max_wer and unpaired hypothesis documents (reported), not fail"
     )
     engine: EngineOverride | None = _field(
         None, "engine keys for this alignment (its worker processes: engine.workers)"

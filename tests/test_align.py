@@ -125,10 +125,13 @@ def test_different_scripts_are_refused():
 def test_mismatched_documents_flagged_by_wer():
     ref = _table("ref", [["the", "cat", "sat", "on", "the", "mat"]], [["O"] * 5 + ["PERIOD"]])
     hyp = _table("hyp", [["stock", "prices", "fell", "sharply", "again", "today"]])
-    with pytest.raises(AlignmentError, match=r"WER 1.000 exceeds 0.5.*not the same documents"):
+    with pytest.raises(AlignmentError, match=r"1 document pair\(s\) above max_wer 0.5, probably not the same"):
         align_tables(ref, hyp)
-    _out, report = align_tables(ref, hyp, force=True, max_wer=0.5)
-    assert report["wer"]["wer"] == 1.0
+    # forced, the pair is left out rather than aligned onto unrelated words, and reported
+    out, report = align_tables(ref, hyp, force=True, max_wer=0.5)
+    assert out.num_rows == 0
+    assert report["over_max_wer"] == [{"reference": "d", "hypothesis": "d", "wer": 1.0, "hypothesis_words": 6}]
+    assert report["documents"] == 0
 
 
 def test_documents_paired_by_id_or_order():

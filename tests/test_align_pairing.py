@@ -58,7 +58,8 @@ def test_unpaired_ids_name_both_sides_and_suggest_pairing_by_order(user_files, c
 def test_by_order_different_counts_are_refused_or_forced_and_counted(user_files, capsys):
     rc, err, _ = run_align(user_files, capsys, "--pair-by", "order")
     assert rc == 2 and "the reference has 2 documents and the hypothesis 1" in err and "--force" in err
-    rc, err, report = run_align(user_files, capsys, "--pair-by", "order", "--force")
+    # the first paragraph against the whole transcript: WER 0.56, within --max-wer 1
+    rc, err, report = run_align(user_files, capsys, "--pair-by", "order", "--force", "--max-wer", "1")
     assert rc == 0
     assert report["documents"] == 1 and report["unpaired_reference"] == 1 and report["unpaired_hypothesis"] == 0
     assert report["skipped"] == [
@@ -109,7 +110,7 @@ def test_a_pairs_file_pairs_documents_of_other_names(user_files, capsys):
     rc, err, _ = run_align(user_files, capsys, "--pairs", user_files / "pairs.tsv")
     assert rc == 2 and "WER" in err  # the second paragraph is not the whole transcript
     (user_files / "pairs.tsv").write_text("en_ref#0 en_asr\n")
-    rc, err, report = run_align(user_files, capsys, "--pairs", user_files / "pairs.tsv", "--force")
+    rc, err, report = run_align(user_files, capsys, "--pairs", user_files / "pairs.tsv", "--force", "--max-wer", "1")
     assert rc == 0 and report["documents"] == 1 and report["unpaired_reference"] == 1
     assert report["skipped"][0]["id"] == "en_ref#1" and "not in the pairs file" in report["skipped"][0]["reason"]
     assert "warning: 1 reference document(s) not aligned" in err

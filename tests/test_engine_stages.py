@@ -95,7 +95,7 @@ def test_align_sharded_equals_in_memory_on_every_engine(talks, tmp_path):
 def test_align_checks_the_whole_corpus_before_writing(talks, tmp_path):
     folder, _ref, hyp = talks
     engine = EngineParams(workers=2, shard_rows=150)
-    with pytest.raises(AlignmentError, match=r"exceeds 0\.01"):
+    with pytest.raises(AlignmentError, match=r"document pair\(s\) above max_wer 0\.01"):
         align_datasets(
             folder / "ref.parquet",
             folder / "hyp.parquet",

@@ -534,9 +534,12 @@ class AlignReport:
     case_before: Counter = field(default_factory=Counter)  # case labels of the paired reference documents
     case_after: Counter = field(default_factory=Counter)
     ignored_hypothesis_case: int = 0
+    #: document pairs above max_wer, not aligned: {reference, hypothesis, wer, hypothesis_words}
+    over_max_wer: list = field(default_factory=list)
 
     def merge(self, other: AlignReport) -> AlignReport:
         self.documents += other.documents
+        self.over_max_wer += other.over_max_wer
         self.reference_words += other.reference_words
         self.hypothesis_words += other.hypothesis_words
         self.errors.update(other.errors)
@@ -569,7 +572,20 @@ class AlignReport:
                 f"the hypothesis carried {self.ignored_hypothesis_case} capitalized words: their case "
                 "replaced by the reference's"
             )
-        if not self.hypothesis_words:
+        if self.over_max_wer:
+            pairs = _pairs_named(self.over_max_wer)
+            if not force:
+                raise AlignmentError(
+                    f"{len(self.over_max_wer)} document pair(s) above max_wer {max_wer}, probably not the same "
+                    f"document: {pairs}; check the pairing (--pair-by, --pairs), or pass --force to leave these "
+                    "pairs out and report them"
+                )
+            words = sum(d["hypothesis_words"] for d in self.over_max_wer)
+            warnings.append(
+                f"{len(self.over_max_wer)} document pair(s) above max_wer {max_wer} left out, not aligned "
+                f"({words} hypothesis words): {pairs}"
+            )
+        if not self.hypothesis_words and not self.over_max_wer:
             if not force:
                 raise AlignmentError(
                     "the hypothesis is empty: no words to align; pass --force to write an empty output"
@@ -601,11 +617,21 @@ class AlignReport:
                 "labels_after": {k: int(self.case_after[k]) for k in CASE_LABELS},
             },
             **(pairing or Pairing([])).report(),
+            "over_max_wer": sorted(self.over_max_wer, key=lambda d: (d["hypothesis"], d["reference"])),
             "warnings": warnings,
             "ignored_hypothesis_labels": self.ignored_hypothesis_labels,
             "ignored_hypothesis_case": self.ignored_hypothesis_case,
             "per_document": self.per_document,
         }
+
+
+def _pairs_named(pairs: list[dict]) -> str:
+    """``'ref' vs 'hyp' (WER 0.91)``, for the first few pairs in the hypothesis's order."""
+    from pipeline.align.pairing import SHOWN
+
+    ordered = sorted(pairs, key=lambda d: (d["hypothesis"], d["reference"]))
+    named = ", ".join(f"{d['reference']!r} vs {d['hypothesis']!r} (WER {d['wer']})" for d in ordered[:SHOWN])
+    return named + (f" and {len(ordered) - SHOWN} more" if len(ordered) > SHOWN else "")
 
 
 def align_part(
@@ -617,10 +643,13 @@ def align_part(
     corpus: str | None = None,
     workers: int = 1,
     label_set: LabelSet = PAPERS,
+    max_wer: float | None = None,
 ) -> tuple[pa.Table, AlignReport]:
     """The hypothesis rows labelled from the reference by the document ``pairs`` (every hypothesis
     document of ``hyp`` in a pair), and the part's report; ``label_set``: the reference's labels,
-    which the output gets."""
+    which the output gets.  A pair whose WER is above ``max_wer`` is not aligned: its hypothesis
+    rows are left out and the pair is listed in the report's ``over_max_wer`` (its marks and
+    errors are not counted); a wrong pairing puts a reference's marks on unrelated words."""
     ref_docs, hyp_docs = _documents(ref, with_case=True, label_set=label_set), _documents(hyp, label_set=None)
     report = AlignReport(policy)
     flat_hyp_labels = pc.list_flatten(hyp["labels"]) if hyp.num_rows else pa.array([], pa.string())
@@ -640,9 +669,21 @@ def align_part(
     hyp_codes = np.zeros(len(flat_hyp_labels), dtype=np.int8)
     hyp_case = np.zeros(len(flat_hyp_labels), dtype=np.int8)
     hyp_surface: dict[int, str] = {}
+    kept_words = np.ones(len(flat_hyp_labels), dtype=bool)
     jobs = [_job(ref_docs[r], hyp_docs[h], policy, verbalizer) for r, h in pairs]
     for (ref_id, hyp_id), result in zip(pairs, map_ordered(_align_job, jobs, workers)):
         positions = hyp_docs[hyp_id].positions
+        doc_errors = result.substitutions + result.deletions + result.insertions
+        doc_wer = round(doc_errors / max(result.ref_tokens, 1), 4)
+        if max_wer is not None and doc_wer > max_wer:
+            report.over_max_wer.append(
+                {"reference": ref_id, "hypothesis": hyp_id, "wer": doc_wer, "hypothesis_words": len(positions)}
+            )
+            report.documents -= 1
+            report.reference_words -= len(ref_docs[ref_id].words)
+            report.hypothesis_words -= len(positions)
+            kept_words[positions] = False
+            continue
         hyp_codes[positions] = result.hyp_codes
         hyp_case[positions] = result.hyp_case
         hyp_surface.update({int(positions[i]): form for i, form in result.hyp_surface.items()})
@@ -650,10 +691,7 @@ def align_part(
         report.case_before.update(
             dict(zip(CASE_LABELS, np.bincount(ref_docs[ref_id].case, minlength=len(CASE_LABELS)).tolist()))
         )
-        doc_errors = result.substitutions + result.deletions + result.insertions
-        report.per_document.append(
-            {"reference": ref_id, "hypothesis": hyp_id, "wer": round(doc_errors / max(result.ref_tokens, 1), 4)}
-        )
+        report.per_document.append({"reference": ref_id, "hypothesis": hyp_id, "wer": doc_wer})
         report.errors.update(
             substitutions=result.substitutions,
             deletions=result.deletions,
@@ -683,8 +721,12 @@ def align_part(
         surface=pa.ListArray.from_arrays(offsets, surface),
         vocabulary=label_set.labels,
     )
+    if report.over_max_wer:
+        left_out = pa.array([d["hypothesis"] for d in report.over_max_wer], pa.string())
+        out = out.filter(pc.invert(pc.is_in(out["doc_id"], value_set=left_out)))
     report.labels_after.update(label_counts(out, label_set))
-    report.case_after.update(dict(zip(CASE_LABELS, np.bincount(hyp_case, minlength=len(CASE_LABELS)).tolist())))
+    kept_case = hyp_case[kept_words]
+    report.case_after.update(dict(zip(CASE_LABELS, np.bincount(kept_case, minlength=len(CASE_LABELS)).tolist())))
     return out, report
 
 
@@ -719,7 +761,7 @@ def align_tables(
     pairing = pair(ref_ids, hyp_ids, pair_by, pairs_file, force) if hyp_ids else Pairing([])
     if pairing.unpaired_hypothesis:
         hyp = hyp.filter(pc.is_in(hyp["doc_id"], value_set=pa.array([h for _, h in pairing.pairs], pa.string())))
-    out, report = align_part(ref, hyp, pairing.pairs, policy, verbalizer, corpus, workers, label_set)
+    out, report = align_part(ref, hyp, pairing.pairs, policy, verbalizer, corpus, workers, label_set, max_wer)
     return out, report.finish(label_counts(ref, label_set), max_wer, force, pairing)
 
 
@@ -755,9 +797,11 @@ class AlignStep:
         corpus: str,
         pairing: dict | None,
         label_set: LabelSet = PAPERS,
+        max_wer: float | None = None,
     ):
         self.ref_path, self.policy, self.lang, self.corpus = str(ref_path), policy, lang, corpus
         self.label_set = label_set
+        self.max_wer = max_wer
         self.pairing = pairing  # hyp doc -> ref doc per shard index (documents not in it are left out); None: by id
 
     def __call__(self, shard):
@@ -802,6 +846,7 @@ class AlignStep:
             verbalizer_or_none(lang) if lang else None,
             self.corpus,
             label_set=self.label_set,
+            max_wer=self.max_wer,
         )
         return StepResult(out, payload=report)
 
@@ -839,6 +884,7 @@ def align_datasets(
     from pipeline.schema import SCHEMA_NAME
 
     engine = engine or EngineParams()
+    check_languages(lang, {"reference": ref_path, "hypothesis": hyp_path})
     # the reference's labels go onto the hypothesis (whose own labels are dropped, whatever their set)
     label_set = dataset_labels(ref_path)
     shards = row_shards(hyp_path, engine.shard_rows)
@@ -852,7 +898,7 @@ def align_datasets(
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            step = AlignStep(ref_path, policy, lang, corpus, mapping, label_set)
+            step = AlignStep(ref_path, policy, lang, corpus, mapping, label_set, max_wer)
             results = run_step(runner, step, shards, folder, "align", label_set)
         merged = AlignReport(policy)
         for result in results:
@@ -866,6 +912,44 @@ def align_datasets(
         finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set))
         writing.write_json_in_place(out_report, report_path)
     return out_report
+
+
+def _dataset_languages(path) -> list[str]:
+    """The distinct values of a dataset's ``lang`` column, sorted (streamed)."""
+    from pipeline.engine.dataset import iter_batches
+
+    seen: set[str] = set()
+    for batch in iter_batches(path, columns=["lang"]):
+        column = batch.column(0)
+        if len(column):
+            seen.update(
+                v
+                for v in pc.unique(
+                    column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
+                ).to_pylist()
+                if v
+            )
+    return sorted(seen)
+
+
+def check_languages(lang: str | None, datasets: dict[str, str]) -> None:
+    """The alignment's ``lang`` (its number grammars) is the language of both datasets' rows, and the
+    two are one language: refused otherwise (the reference read as one language, the transcript
+    as another, or a grammar of a third)."""
+    found = {side: _dataset_languages(path) for side, path in datasets.items()}
+    for side, langs in found.items():
+        if lang is not None and langs and langs != [lang]:
+            raise ParamsError(
+                f"lang {lang!r} differs from the {side} dataset {datasets[side]}, whose rows are in "
+                f"{', '.join(map(repr, langs))} (its lang column): align it with the language it was ingested in"
+            )
+    ref_langs, hyp_langs = found.get("reference"), found.get("hypothesis")
+    if ref_langs and hyp_langs and ref_langs != hyp_langs:
+        raise ParamsError(
+            f"the reference dataset {datasets['reference']} is in {', '.join(map(repr, ref_langs))} but the "
+            f"hypothesis dataset {datasets['hypothesis']} in {', '.join(map(repr, hyp_langs))} (their lang "
+            "columns): not the same text"
+        )
 
 
 def _document_ids(path) -> list[str]:

@@ -12,10 +12,17 @@ A document left without a partner is never dropped silently: the pairing lists i
 reason, for the report and the warnings.  A hypothesis document left out would lose its words
 from the output, so it is an error unless ``force`` (then it is left out and counted); a
 reference document without a hypothesis is counted and warned about.
+
+Ids that readers make from positions in a file (``talk#0``, ``talk#1``: the text reader's
+documents, news articles without an id) say nothing about content: two files of the same name
+pair by id as they would by order, so a document missing from one side shifts every pair after
+it.  Pairing by such ids is warned about; each pair's own WER check (``max_wer``) then refuses a
+pair that is not the same document.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pipeline.errors import InputError, ParamsError
@@ -23,6 +30,8 @@ from pipeline.errors import InputError, ParamsError
 PAIR_BY = ("id", "order", "file")
 #: ids an error message or warning shows of each side
 SHOWN = 5
+#: an id a reader made from a position in a file: ``<stem>#<k>``, perhaps made unique by ``~<n>``
+POSITIONAL_ID = re.compile(r".*#[0-9]+(~[0-9]+)?")
 
 
 class AlignmentError(InputError):
@@ -38,6 +47,8 @@ class Pairing:
     unpaired_hypothesis: list[str] = field(default_factory=list)
     #: why the unpaired documents are unpaired (one reason per side)
     reasons: dict[str, str] = field(default_factory=dict)
+    #: what the user should know about the pairing itself (warnings)
+    notes: list[str] = field(default_factory=list)
 
     def report(self) -> dict:
         """The report's account of the pairing: counts, the ids (all of them) and the reasons."""
@@ -59,7 +70,7 @@ class Pairing:
             if docs:
                 left = " (left out of the output)" if side == "hypothesis" else ""
                 out.append(f"{len(docs)} {side} document(s) not aligned{left}: {self.reasons[side]}: {_ids(docs)}")
-        return out
+        return out + self.notes
 
 
 def _ids(ids: list[str]) -> str:
@@ -127,6 +138,7 @@ def pair(
         known = set(ref_docs)
         pairs = [(d, d) for d in hyp_docs if d in known]
         reason = "no document of the same id on the other side"
+        positional = [h for _, h in pairs if POSITIONAL_ID.fullmatch(h)]
     else:
         pairs = _file_pairs(pairs_file, ref_docs, hyp_docs)
         reason = f"not in the pairs file {pairs_file}"
@@ -137,6 +149,12 @@ def pair(
         [d for d in hyp_docs if d not in paired_hyp],
         {"reference": reason, "hypothesis": reason},
     )
+    if pair_by == "id" and positional:
+        result.notes.append(
+            f"{len(positional)} of {len(pairs)} pair(s) by id have ids made from positions in a file "
+            f"({_ids(positional)}): they pair by position, as --pair-by order does, and a document missing "
+            "from one side shifts the pairs after it; each pair's WER is checked against max_wer"
+        )
     if result.unpaired_hypothesis and not force:
         hint = (
             "; pair them by position with --pair-by order, or name the pairs with --pair-by file --pairs FILE"

@@ -9,7 +9,12 @@ Rules (Alam 2020 §3.1 mapping; the mark table is data in ``lexicons/``):
 * Opening quotes and brackets are dropped where they start a word; closing ones where
   they end it.  Marks inside a word are kept: ``3.5``, ``10,000``, ``well-being``.
 * Abbreviations keep their period: ``dr.`` when listed in ``lexicons/<lang>/abbreviations.txt``,
-  and initialisms (``u.s.``, ``e.g.``) always.  A further mark after them still counts.
+  and initialisms (``u.s.``, ``e.g.``) always.  A further mark after them still counts.  Whether
+  that period also ends a sentence is read from the next word of the line (:func:`_abbreviation_ends`):
+  in a cased line a capital starts a sentence (``the U.S. It`` -> ``u.s.`` PERIOD) and a lowercase
+  word does not; before a name (listed ``before_name``, or a capital initial) it never ends one.
+  Where the line cannot tell (no next word, no case in the line or the next word) the label stays
+  O and the case is counted under its reason.
 * Lowercasing is the language's option (English: on).
 
 The work is done column-wise with Arrow compute kernels (split, trim, regex on the
@@ -30,6 +35,7 @@ from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
 from pipeline.text.languages import Language
 from pipeline.text.normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
+from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
@@ -50,6 +56,8 @@ class Labelled:
     surface: pa.ListArray
     dropped: Counter = field(default_factory=Counter)
     label_set: LabelSet = PAPERS
+    #: facts worth a count that lose nothing (abbreviations read as sentence ends, or left unresolved)
+    stats: Counter = field(default_factory=Counter)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -210,6 +218,78 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
     return encoded_codes(CASE_VALUES, codes), surface
 
 
+# a capital initial (George W. Bush) comes before the rest of a name
+_CAPITAL_INITIAL = r"^\p{Lu}$"
+
+
+def _before_name(bodies: pa.Array, language: Language) -> np.ndarray:
+    """Which abbreviations (their words without the period) are written before a name."""
+    listed = pc.is_in(
+        pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
+        value_set=pa.array(sorted(language.abbreviations_before_name), pa.string()),
+    )
+    return pc.or_(listed, pc.match_substring_regex(bodies, _CAPITAL_INITIAL)).to_numpy(zero_copy_only=False)
+
+
+def _abbreviation_ends(
+    lines: pa.Array,
+    body: pa.Array,
+    token_offsets: np.ndarray,
+    codes: np.ndarray,
+    is_word: np.ndarray,
+    rows: np.ndarray,
+    before_name: np.ndarray,
+    period: int,
+    stats: Counter,
+) -> None:
+    """Set PERIOD on the abbreviations (tokens ``rows``, their period kept in the word) that end a
+    sentence, as the source shows it; count the cases it cannot tell.
+
+    The rule, one line of the source at a time: in a cased line (one holding capitals and small
+    letters) an abbreviation followed by a word starting with a capital ends a sentence
+    (``abbreviation_sentence_ends``), one followed by a lowercase word does not; one written
+    before a name (``before_name`` in the list, a capital initial) never does before a word.  An
+    abbreviation that another mark follows has that mark's label already.  The rest stay O and
+    are counted as ``abbreviation_end_unresolved:<reason>``: ``line_end`` (no word after it on its
+    line), ``uncased_line`` (the line has no case, or only one: lowercased or uppercased text, a
+    script without case) and ``next_word_uncased`` (a digit or symbol comes next)."""
+    open_rows = (codes[rows] == 0) & is_word[rows]
+    # a mark standing alone right after the abbreviation labels it (label_lines attaches it)
+    following = np.minimum(rows + 1, len(codes) - 1)
+    line = np.searchsorted(token_offsets, rows, side="right") - 1
+    loose_after = (rows + 1 < token_offsets[line + 1]) & ~is_word[following] & (codes[following] > 0)
+    candidates = np.flatnonzero(open_rows & ~loose_after)
+    if not len(candidates):
+        return
+    rows, before_name, line = rows[candidates], before_name[candidates], line[candidates]
+    # the next word is nearly always the next token; the word index is built only for the others
+    following = np.minimum(rows + 1, len(codes) - 1)
+    far = np.flatnonzero(~is_word[following] | (following == rows))
+    if len(far):
+        words = np.flatnonzero(is_word)
+        at = np.searchsorted(words, rows[far], side="right")
+        following[far] = np.where(at < len(words), words[np.minimum(at, len(words) - 1)], len(codes))
+    has_next = following < token_offsets[line + 1]
+    if (~has_next).any():
+        stats["abbreviation_end_unresolved:line_end"] += int((~has_next).sum())
+    rows, before_name, line, following = rows[has_next], before_name[has_next], line[has_next], following[has_next]
+    # before a name every next word is the name's: nothing to resolve
+    rows, line, following = rows[~before_name], line[~before_name], following[~before_name]
+    if not len(rows):
+        return
+    texts = lines.take(pa.array(line))
+    cased = pc.and_(pc.match_substring_regex(texts, r"\p{Lu}"), pc.match_substring_regex(texts, r"\p{Ll}"))
+    cased = cased.to_numpy(zero_copy_only=False)
+    nexts = body.take(pa.array(following))
+    capital = pc.match_substring_regex(nexts, r"^\p{Lu}").to_numpy(zero_copy_only=False)
+    small = pc.match_substring_regex(nexts, r"^\p{Ll}").to_numpy(zero_copy_only=False)
+    ends = cased & capital
+    codes[rows[ends]] = period
+    stats["abbreviation_sentence_ends"] += int(ends.sum())
+    stats["abbreviation_end_unresolved:uncased_line"] += int((~cased).sum())
+    stats["abbreviation_end_unresolved:next_word_uncased"] += int((cased & ~capital & ~small).sum())
+
+
 def label_lines(lines, language: Language, keep_other_scripts: bool = False, documents=None) -> Labelled:
     """Label each line of punctuated text.  ``lines`` are already normalized.
 
@@ -249,6 +329,8 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     body_len = _byte_lengths(body)
     has_tail = np.flatnonzero(body_len != _byte_lengths(tokens))
     codes = np.zeros(len(tokens), dtype=np.int8)
+    abbreviation_rows = np.zeros(0, dtype=np.int64)
+    before_name = np.zeros(0, dtype=bool)
 
     if len(has_tail):
         marked_body = body.take(pa.array(has_tail))
@@ -267,6 +349,8 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         if pc.any(abbrev).as_py():
             tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
             rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
+            abbreviation_rows = rows
+            before_name = _before_name(marked_body.filter(abbrev), language)
             body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
             body_len[rows] += 1
         encoded = tails.dictionary_encode()
@@ -275,13 +359,21 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
     is_word = body_len > 0
+    stats: Counter = Counter()
     other = np.zeros(len(codes), dtype=bool)
     if language.drop_other_scripts and language.scripts and not keep_other_scripts:
         # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
         other = _other_script(body, language.scripts) & is_word
         if other.any():
             dropped["word_in_other_script"] += int(other.sum())
+            # by script: ingest refuses a corpus mostly in another script than its language's
+            for script, n in script_tally(body.filter(pa.array(other))).items():
+                stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
             is_word = is_word & ~other
+    if len(abbreviation_rows):
+        # the label the period would give, were the word no abbreviation
+        period = table.labels.to_id[table.label_of(".")]
+        _abbreviation_ends(lines, body, token_offsets, codes, is_word, abbreviation_rows, before_name, period, stats)
     word_codes = codes[is_word]
     # words before each token, and the new list offsets: one cumulative sum serves both
     words_before = np.zeros(len(codes) + 1, dtype=np.int64)
@@ -312,6 +404,7 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         surface=pa.ListArray.from_arrays(offsets, surface),
         dropped=dropped,
         label_set=table.labels,
+        stats=stats,
     )
 
 

@@ -106,6 +106,32 @@ def punctuation_table(lang: str, labels: str = DEFAULT_LABEL_SET) -> Punctuation
     return PunctuationTable(marks, frozenset(openers), frozenset(closers), chosen)
 
 
+#: the mark of an abbreviation written before a name (``dr.	before_name``): a capital after it
+#: starts the name, not a sentence
+BEFORE_NAME = "before_name"
+
+
+@functools.cache
+def abbreviation_table(lang: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``lexicons/<lang>/abbreviations.txt``: every abbreviation, and those marked ``before_name``
+    (a second, tab-separated field).  Empty if the file is absent."""
+    path = LEXICON_DIR / lang / "abbreviations.txt"
+    if not path.exists():
+        return frozenset(), frozenset()
+    every, before_name = set(), set()
+    for lineno, fields in read_tsv_rows(path, 1):
+        word = fields[0].strip()
+        kind = fields[1].strip() if len(fields) > 1 else ""
+        if kind not in ("", BEFORE_NAME) or len(fields) > 2 or not word.endswith("."):
+            raise LexiconError(
+                f"{path}:{lineno}: expected an abbreviation ending in '.', optionally a tab and {BEFORE_NAME}"
+            )
+        every.add(word)
+        if kind:
+            before_name.add(word)
+    return frozenset(every), frozenset(before_name)
+
+
 @functools.cache
 def word_set(lang: str, name: str) -> frozenset[str]:
     """A one-word-per-line list under ``lexicons/<lang>/`` (empty if the file is absent)."""

@@ -18,7 +18,7 @@ import pyarrow  # not "as pa": the Punjabi module pipeline.text.languages.pa wou
 
 from pipeline.errors import ParamsError
 from pipeline.labels import DEFAULT_LABEL_SET, LabelSet, label_set
-from pipeline.text.lexicon import PunctuationTable, punctuation_table, word_set
+from pipeline.text.lexicon import PunctuationTable, abbreviation_table, punctuation_table
 from pipeline.text.normalize import clean_lines, join_lines, split_exactly, split_lines
 
 
@@ -80,7 +80,13 @@ class Language:
 
     @property
     def abbreviations(self) -> frozenset[str]:
-        return word_set(self.code, "abbreviations.txt")
+        """Words that keep their final period (lowercase where the language lowercases)."""
+        return abbreviation_table(self.code)[0]
+
+    @property
+    def abbreviations_before_name(self) -> frozenset[str]:
+        """The abbreviations written before a name (titles: ``dr.``): never a sentence end before a capital."""
+        return abbreviation_table(self.code)[1]
 
     def normalize(self, lines: pyarrow.Array, counts: Counter | None = None) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
