@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 # `make test` leaves out the tests marked slow (a few minutes); CI runs them too: `make test SLOW=1`
 SLOW ?=
 PYTEST_MARKS := $(if $(SLOW),,-m "not slow")
+# test processes (pytest-xdist): one per core; `make test JOBS=0` runs in one process
+JOBS ?= auto
 
 # DVC runs each stage's `python -m stages...` through the shell: the venv's python must come first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -17,7 +19,7 @@ export HF_DATASETS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: repro repro-real test lint dvc-yaml bench setup clean
+.PHONY: repro repro-real test lint docs dvc-yaml bench setup clean
 
 setup: $(STAMP)
 
@@ -42,11 +44,15 @@ repro-real: $(STAMP)
 	$(BIN)/dvc repro real/dvc.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_MARKS)
+	$(BIN)/python -m pytest $(PYTEST_MARKS) -n $(JOBS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# the documentation site, every warning an error (a broken link, a page missing from the nav)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
