@@ -34,10 +34,17 @@ $(STAMP): requirements.txt requirements-itn.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# A trained model's float sums in one order on every x86 CPU, so that the sample model's weights
+# match the committed dvc.lock wherever `make repro` runs: one thread, ATen's portable kernels (not
+# the AVX2 or AVX-512 ones the CPU would pick), MKL's SSE2 path (its conditional numerical
+# reproducibility), oneDNN capped at SSE4.1.  Slower; the sample model is small.
+REPRODUCIBLE_CPU := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default \
+	ONEDNN_MAX_CPU_ISA=SSE41
+
 # dvc.yaml is generated from the params files: regenerated first, so a params key added is tracked
 repro: $(STAMP)
 	$(BIN)/python -m stages.dvc_yaml
-	$(BIN)/dvc repro
+	$(REPRODUCIBLE_CPU) $(BIN)/dvc repro
 
 repro-real: $(STAMP)
 	$(BIN)/python -m stages.dvc_yaml
