@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # `make test` leaves out the tests marked slow (a few minutes); CI runs them too: `make test SLOW=1`
 SLOW ?=
 PYTEST_MARKS := $(if $(SLOW),,-m "not slow")
-# test processes (pytest-xdist): one per core; `make test JOBS=0` runs in one process
+# test processes (pytest-xdist): one per core, each test file on one of them (its module fixtures,
+# a trained model or a pipeline run, built once); `make test JOBS=0` runs in one process
 JOBS ?= auto
 
 # DVC runs each stage's `python -m stages...` through the shell: the venv's python must come first.
@@ -51,7 +52,7 @@ repro-real: $(STAMP)
 	$(BIN)/dvc repro real/dvc.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_MARKS) -n $(JOBS)
+	$(BIN)/python -m pytest $(PYTEST_MARKS) -n $(JOBS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

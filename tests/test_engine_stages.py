@@ -70,6 +70,7 @@ def test_row_shards_never_split_a_document(talks):
     assert concat(tables)["words"].to_pylist() == hyp["words"].to_pylist()
 
 
+@pytest.mark.slow
 def test_align_sharded_equals_in_memory_on_every_engine(talks, tmp_path):
     folder, ref, hyp = talks
     from pipeline.text.verbalize import verbalizer_or_none

@@ -63,7 +63,10 @@ def sample(iwslt_dev, tmp_path_factory):
     return table, tokenizer, dataset(tmp_path_factory.mktemp("data"), table, tokenizer, parts=1)
 
 
-@pytest.mark.parametrize("head", ["linear", "bilstm", "bilstm_crf", "layer_attention"])
+# four epochs each: the linear head in `make test`, the others with the slow tests
+@pytest.mark.parametrize(
+    "head", ["linear", *(pytest.param(h, marks=pytest.mark.slow) for h in ("bilstm", "bilstm_crf", "layer_attention"))]
+)
 def test_loss_falls_on_real_data(sample, head):
     _, tokenizer, data = sample
     params = {**TINY, "head": head}
