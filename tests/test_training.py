@@ -96,6 +96,7 @@ def test_same_seed_same_model_and_training(sample):
     assert any(not torch.equal(other[k], runs[0][0][k]) for k in other)  # the seed matters
 
 
+@pytest.mark.slow  # two trainings of two epochs
 def test_accumulation_is_the_combined_batch(sample):
     """Two micro-batches of 4 accumulated make the same steps as batches of 8 (no dropout): the
     loss is normalized over the whole step (the sample is one window, so the groups of 4 + 4 are
