@@ -52,11 +52,9 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
         return P.validate(model, data, None)
     except P.ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
-        if key == "(top level)":  # a rule over several keys: worded with their flags
-            flags = {k: flag for k, (flag, _) in options.items()}
-            problem = re.sub(r"\b[a-z_]+\b", lambda m: flags.get(m[0], m[0]), problem)
-            named = re.search(r"--[a-z-]+", problem)
-            raise P.ParamsError(f"{named[0] if named else 'options'}: {problem}") from None
+        if key == "(top level)":  # a rule over several keys: named by the flag of the first it names
+            named = next((options[w][0] for w in re.findall(r"[a-z_]+", problem) if w in options), "options")
+            raise P.ParamsError(f"{named}: {problem}") from None
         head, dot, rest = key.partition(".")  # a mapping option's key (ratios.train) keeps its path
         flag = options[head][0] if head in options else head
         raise P.ParamsError(f"{flag}{dot}{rest}: {problem}") from None

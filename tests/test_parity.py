@@ -227,3 +227,26 @@ def test_every_stage_has_a_parity_test(root):
     tested = {*COMMANDS, "export-model", "train"}  # train: beside training's tests
     assert stages == tested
     assert tested <= set(cli.COMMANDS)
+
+
+def test_export_refuses_a_url_on_the_command_line_as_the_stage_does(tmp_path, capsys):
+    segments = tmp_path / "talks.parquet"
+    argv = ["ingest", "--reader", "text", "--lang", "en", "--corpus", "talks", CORPORA["talks"]["input"]]
+    assert cli.main([*argv, "--out", str(segments)]) == 0
+    capsys.readouterr()
+    assert cli.main(["export", "--format", "tsv", str(segments), "--out", "memory://bucket/x"]) == 2
+    err = capsys.readouterr().err
+    assert "error: memory://bucket/x: export reads and writes local paths only" in err and "internal" not in err
+
+
+def test_a_pairs_file_implies_pair_by_file_in_params_and_on_the_command_line(tmp_path, capsys):
+    from pipeline import params as P
+
+    pairs = str(SAMPLES / "en/talks_pairs.tsv")
+    entry = P.validate(P.AlignmentParams, {"ref": "a", "hyp": "b", "pairs": pairs}, "params.yaml")
+    assert entry.pair_by == "file"
+    with pytest.raises(P.ParamsError, match=r"pairs is read with pair_by file only \(pair_by is id\)"):
+        P.validate(P.AlignmentParams, {"ref": "a", "hyp": "b", "pairs": pairs, "pair_by": "id"}, "params.yaml")
+    argv = ["align", "--ref", "r.parquet", "--hyp", "h.parquet", "--lang", "en", "--pair-by", "id", "--pairs", pairs]
+    assert cli.main([*argv, "--out", str(tmp_path / "o"), "--report", str(tmp_path / "r.json")]) == 2
+    assert "error: --pairs: pairs is read with pair_by file only (pair_by is id)" in capsys.readouterr().err
