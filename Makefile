@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # `make test` leaves out the tests marked slow (a few minutes); CI runs them too: `make test SLOW=1`
 SLOW ?=
 PYTEST_MARKS := $(if $(SLOW),,-m "not slow")
+# test processes (pytest-xdist): one per core, each test file on one of them (its module fixtures,
+# a trained model or a pipeline run, built once); `make test JOBS=0` runs in one process
+JOBS ?= auto
 
 # DVC runs each stage's `python -m stages...` through the shell: the venv's python must come first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -17,7 +20,7 @@ export HF_DATASETS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: repro repro-real test lint dvc-yaml bench setup clean
+.PHONY: repro repro-real test lint docs dvc-yaml bench setup clean
 
 setup: $(STAMP)
 
@@ -32,21 +35,32 @@ $(STAMP): requirements.txt requirements-itn.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# A trained model's float sums in one order on every x86 CPU, so that the sample model's weights
+# match the committed dvc.lock wherever `make repro` runs: one thread, ATen's portable kernels (not
+# the AVX2 or AVX-512 ones the CPU would pick), MKL's SSE2 path (its conditional numerical
+# reproducibility), oneDNN capped at SSE4.1.  Slower; the sample model is small.
+REPRODUCIBLE_CPU := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default \
+	ONEDNN_MAX_CPU_ISA=SSE41
+
 # dvc.yaml is generated from the params files: regenerated first, so a params key added is tracked
 repro: $(STAMP)
 	$(BIN)/python -m stages.dvc_yaml
-	$(BIN)/dvc repro
+	$(REPRODUCIBLE_CPU) $(BIN)/dvc repro
 
 repro-real: $(STAMP)
 	$(BIN)/python -m stages.dvc_yaml
 	$(BIN)/dvc repro real/dvc.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_MARKS)
+	$(BIN)/python -m pytest $(PYTEST_MARKS) -n $(JOBS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# the documentation site, every warning an error (a broken link, a page missing from the nav)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

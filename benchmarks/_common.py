@@ -9,13 +9,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "corpora"
+
+# The tests' lookup, so a benchmark and a test read the same files: the real corpora
+# (``../shared/corpora`` or ``PUNCT_SHARED_CORPORA``) where present, else the committed fixtures
+sys.path.insert(0, str(ROOT / "tests"))
+from support import corpora  # noqa: E402
 
 
-def require_shared() -> Path:
-    if not SHARED.is_dir():
-        sys.exit(f"benchmark needs the real corpora at {SHARED}")
-    return SHARED
+def corpus_root() -> Path:
+    """The corpus root a benchmark reads; on the fixtures (a clone without ``../shared``) it says so,
+    since numbers measured on a few hundred lines say little about the real corpora."""
+    if not corpora.has_real_corpora():
+        print(f"note: {corpora.missing_reason()}; measuring on the committed fixtures", file=sys.stderr)
+    return corpora.corpus_root()
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import pyarrow as pa
-from _common import peak_rss_mb, require_shared, save_results
+from _common import corpus_root, peak_rss_mb, save_results
 
 from corpora import get_reader
 from pipeline.align.alignment import align_tables
@@ -68,7 +68,7 @@ def python_dp_align(ref: list[str], hyp: list[str]) -> list[tuple[int, int]]:
 
 
 def main() -> None:
-    shared = require_shared()
+    shared = corpus_root()
     ref1 = get_reader("tsv")([shared / "iwslt_en/test2011.tsv"], lang="en", corpus="ref").table
     hyp1 = get_reader("tsv")([shared / "iwslt_en/test2011asr.tsv"], lang="en", corpus="asr").table
     hyp_words_once = sum(len(w) for w in hyp1["words"].to_pylist())

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from _common import ROOT, peak_rss_mb, require_shared, save_results
+from _common import ROOT, corpus_root, peak_rss_mb, save_results
 
 
 def cmudict_run() -> dict:
@@ -47,7 +47,7 @@ def web2_run() -> dict:
     from pipeline.phonetics.confusables import build_confusables
     from pipeline.phonetics.g2p import get_g2p
 
-    words = (require_shared() / "lexicons" / "web2.txt").read_text().split()
+    words = (corpus_root() / "lexicons" / "web2.txt").read_text().split()
     start = time.perf_counter()
     g2p = get_g2p("en")
     _table, report = build_confusables(words, g2p, k=3)
@@ -61,7 +61,7 @@ def web2_run() -> dict:
 
 
 def main() -> None:
-    require_shared()
+    corpus_root()
     if len(sys.argv) > 1:
         print(json.dumps({"cmudict": cmudict_run, "web2": web2_run}[sys.argv[1]]()))
         return

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, require_shared, save_results
+from _common import ROOT, corpus_root, save_results
 
 FILES = {
     "indic/flores/hin_Deva.devtest": "hi",
@@ -32,7 +32,7 @@ FILES = {
 
 
 def build(folder: Path, repeat: int) -> dict:
-    shared = require_shared()
+    shared = corpus_root()
     langs = {}
     for rel, lang in FILES.items():
         text = (shared / rel).read_text(encoding="utf-8")

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, require_shared, save_results
+from _common import ROOT, corpus_root, save_results
 
 SENTENCE = (
     "so i went to the market this morning and i bought some apples and then i asked the man "
@@ -322,7 +322,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="turns of each runtime; each keeps its fastest")
     parser.add_argument("--startup-runs", type=int, default=5, help="fresh processes per start-up; the fastest counts")
     args = parser.parse_args()
-    shared = require_shared()
+    shared = corpus_root()
     import onnxruntime
     import torch
 

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
-from _common import require_shared, save_results
+from _common import corpus_root, save_results
 
 from corpora import get_reader
 from pipeline.engine import writing
@@ -52,7 +52,7 @@ def baseline_label(lines: list[str]):
 
 
 def main() -> None:
-    shared = require_shared()
+    shared = corpus_root()
     table = get_reader("tsv")([shared / "iwslt_en" / "dev2012.tsv"], lang="en", corpus="dev2012").table
     lines = [render(w, l) for w, l in zip(table["words"].to_pylist(), table["labels"].to_pylist())]
     words_once = sum(len(l.split()) for l in lines)

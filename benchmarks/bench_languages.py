@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from _common import require_shared, save_results
+from _common import corpus_root, save_results
 
 
 def best_of(fn, repeat=3):
@@ -26,7 +26,7 @@ def best_of(fn, repeat=3):
 
 
 def main() -> None:
-    shared = require_shared()
+    shared = corpus_root()
     rows, metrics = [], {}
     from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
 

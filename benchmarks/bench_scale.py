@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, require_shared, save_results
+from _common import ROOT, corpus_root, save_results
 
 LANGS = {
     "hi": ["indic/flores/hin_Deva.devtest", "indic/ntrex/newstest2019-ref.hin.txt", "indic/tico19/tico19-test.hin"],
@@ -118,7 +118,7 @@ def write_language(path: Path, pool: list[list[str]], words: int, seed: int, doc
 
 
 def build_corpus(folder: Path, words: int, doc_sentences: int) -> dict[str, Path]:
-    shared = require_shared()
+    shared = corpus_root()
     files = {}
     for seed, (lang, rels) in enumerate(LANGS.items()):
         pool = [s for rel in rels for s in sentences(shared / rel)]
@@ -385,7 +385,7 @@ def checks(results: list[dict]) -> list[str]:
 
 def gupta_words() -> dict[str, float]:
     """Gupta 2021 Table 1 train sentences per language times the language's FLORES words per sentence."""
-    shared = require_shared()
+    shared = corpus_root()
     out = {}
     for lang, (millions, flores) in GUPTA_TRAIN_M.items():
         lines = (shared / "indic" / "flores" / f"{flores}.devtest").read_text(encoding="utf-8").splitlines()

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from _common import require_shared, save_results
+from _common import corpus_root, save_results
 
 CASED_TRAIN, CASED_TEST = "IWSLT12.TALK.dev2010.en-fr.en.xml", "IWSLT12.TED.MT.tst2012.en-fr.en.xml"
 
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
     parser.add_argument("--seed", type=int, default=1, help="the training seed (initialization, batches)")
     args = parser.parse_args()
-    shared = require_shared()
+    shared = corpus_root()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     from transformers import AutoTokenizer
 

@@ -9,6 +9,7 @@ heavier than the params schema is imported before a command runs.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +54,9 @@ def _checked(model, options: dict[str, tuple[str, object]], **fixed):
         return P.validate(model, data, None)
     except P.ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
+        if key == "(top level)":  # a rule over several keys: named by the flag of the first it names
+            named = next((options[w][0] for w in re.findall(r"[a-z_]+", problem) if w in options), "options")
+            raise P.ParamsError(f"{named}: {problem}") from None
         head, dot, rest = key.partition(".")  # a mapping option's key (ratios.train) keeps its path
         flag = options[head][0] if head in options else head
         raise P.ParamsError(f"{flag}{dot}{rest}: {problem}") from None
@@ -192,14 +196,6 @@ def _align(args) -> dict:
     from pipeline import params as P
     from pipeline.operations.align import align_sides
 
-    if args.pairs is not None and args.pair_by is None:
-        args.pair_by = "file"  # a pairs file says how to pair
-    if (args.pairs is None) != (args.pair_by != "file"):
-        raise ParamsError(
-            "--pair-by file needs --pairs FILE"
-            if args.pairs is None
-            else f"--pairs: goes with --pair-by file, not {args.pair_by}"
-        )
     options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _ALIGN_OPTIONS}
     entry = _checked(P.AlignmentParams, options, ref=str(args.ref), hyp=str(args.hyp))
     sides = [_align_side(args, "ref"), _align_side(args, "hyp")]
@@ -589,6 +585,85 @@ def _export_model_options(exported) -> None:
     exported.set_defaults(func=_export_model)
 
 
+def _oversample(args) -> dict:
+    from pipeline import params as P
+    from pipeline.operations.oversample import oversample
+
+    augment = _key_values(args.augment, "--augment") if args.augment is not None else None
+    if augment is not None and args.confusables and "confusables" not in augment:
+        augment["confusables"] = Path(args.confusables).stem  # the entry a params file would name
+    given = {"question_share": ("--question-share", args.question_share), "augment": ("--augment", augment)}
+    params = _checked(P.OversampleParams, given)
+    seed = _checked(P.SplitParams, {"seed": ("--seed", args.seed)}).seed
+    engine = _engine(args, engine="--engine", workers="--workers")
+    outputs = (args.out, args.augmented, args.report)
+    return oversample(args.input, params, seed, *outputs, args.confusables, engine, "oversample")
+
+
+#: sequences options that are keys of a dataset's sequences section
+_SEQUENCES_OPTIONS = ("tokenizer", "vocab_size", "lowercase", "max_len", "mode", "stride", "slot_filling")
+
+
+def _sequences(args) -> dict:
+    from pipeline import params as P
+    from pipeline.operations.sequences import sequences
+
+    options = {key: (f"--{key.replace('_', '-')}", getattr(args, key)) for key in _SEQUENCES_OPTIONS}
+    params = _checked(P.SequencesParams, options)
+    engine = _engine(args, engine="--engine", workers="--workers")
+    name = args.name or Path(str(args.out).rstrip("/")).parent.name
+    outputs = (args.out, args.tokenizer_out, args.report)
+    return sequences(args.input, params, *outputs, name, args.reports, engine)
+
+
+def _oversample_options(over) -> None:
+    from pipeline import params as P
+
+    over.add_argument("input", metavar="SPLIT", help="a split dataset (what split writes)")
+    _option(
+        over,
+        "--question-share",
+        P.OversampleParams,
+        "question_share",
+        type=float,
+        help="copy train question sentences into train documents up to this QUESTION share (Rao 2022)",
+    )
+    over.add_argument(
+        "--augment",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="ASR-error augmentation copies of train: kind=alam|3r and its keys (the params' oversample.augment)",
+    )
+    over.add_argument("--confusables", help="3r: a confusables Parquet (what confusables writes) for phoneme edition")
+    _option(over, "--seed", P.SplitParams, "seed", type=int, help="the split's seed, which augmentation draws from")
+    _engine_options(over, "engine", "workers")
+    over.add_argument("--out", required=True, help="output dataset (a folder of parts)")
+    over.add_argument("--augmented", required=True, help="output: augmentation copies of train (a folder of parts)")
+    over.add_argument("--report", required=True, help="output report (JSON)")
+    over.set_defaults(func=_oversample)
+
+
+def _sequences_options(seq) -> None:
+    from pipeline import params as P
+
+    Q = P.SequencesParams
+    seq.add_argument("input", metavar="SEGMENTS", help="a split (or oversampled) dataset")
+    _option(seq, "--tokenizer", Q, "tokenizer", help="train: a BPE tokenizer trained on train; else a pretrained one")
+    _option(seq, "--vocab-size", Q, "vocab_size", type=int, help="vocabulary of a trained tokenizer")
+    _switch(seq, "--lowercase", Q, "lowercase", "a trained tokenizer lowercases")
+    _option(seq, "--max-len", Q, "max_len", type=int, help="tokens per sequence, specials included")
+    _option(seq, "--mode", Q, "mode", choices=["chunk", "segment"], help="documents cut into chunks, or per segment")
+    _option(seq, "--stride", Q, "stride", type=int, help="words shared by consecutive chunks")
+    _switch(seq, "--slot-filling", Q, "slot_filling", "a mask token after every word carries its label (Rao 2022)")
+    _engine_options(seq, "engine", "workers")
+    seq.add_argument("--name", help="the dataset's name in the report (default: the name of the folder holding --out)")
+    seq.add_argument("--reports", nargs="+", default=[], metavar="JSON", help="earlier steps' reports, merged in")
+    seq.add_argument("--out", required=True, help="output sequences (a folder of parts)")
+    seq.add_argument("--tokenizer-out", required=True, metavar="DIR", help="output: the tokenizer folder")
+    seq.add_argument("--report", required=True, help="output report (JSON)")
+    seq.set_defaults(func=_sequences)
+
+
 #: each command: (its add_parser keywords, the function that adds its options)
 COMMANDS = {
     "ingest": (
@@ -636,6 +711,24 @@ COMMANDS = {
             "report.",
         },
         _split_options,
+    ),
+    "oversample": (
+        {
+            "help": "oversample train questions, materialize augmentation copies",
+            "description": "Copy train question sentences into train documents up to --question-share (Rao 2022) "
+            "and write augmentation copies of train (--augment, for the audit), as the oversample stage does.",
+        },
+        _oversample_options,
+    ),
+    "sequences": (
+        {
+            "help": "model-ready token sequences and the tokenizer",
+            "description": "Cut a dataset's documents (or segments) into token sequences with a label on each word's "
+            "last token, training a BPE tokenizer on train (or loading a pretrained one), as the sequences stage "
+            "does; writes the sequences, the tokenizer folder and the dataset's report.  train --dataset reads "
+            "their folder.",
+        },
+        _sequences_options,
     ),
     "export": (
         {

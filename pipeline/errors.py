@@ -25,6 +25,11 @@ class ParamsError(UsageError):
     """Bad params or options: the message names the file or option, the key and what is wrong."""
 
 
+class SetupError(UsageError):
+    """The installation lacks something a command needs (the project not installed, so no reader
+    registered): the message says what to install."""
+
+
 class SchemaError(InputError):
     """A table that does not follow the segment schema."""
 

@@ -34,7 +34,7 @@ from pipeline.engine import location, reading, writing
 from pipeline.engine.dataset import counts_of, finish, manifest_entry, run_step
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
-from pipeline.errors import ParamsError
+from pipeline.errors import ParamsError, SetupError
 from pipeline.labels import DEFAULT_LABEL_SET, is_built_in, label_set_file
 from pipeline.labels import label_set as get_label_set
 from pipeline.schema import SCHEMA_NAME, concat
@@ -49,7 +49,7 @@ def readers() -> dict[str, str]:
     """Reader name -> module, from the installed entry points."""
     found = {ep.name: ep.value for ep in entry_points(group=READER_GROUP)}
     if not found:
-        raise RuntimeError(
+        raise SetupError(
             f"no corpus readers are registered (entry-point group {READER_GROUP}): install the project "
             "(`pip install -e .`, which `make setup` does)"
         )

@@ -289,12 +289,6 @@ def label_set(spec: str = DEFAULT_LABEL_SET) -> LabelSet:
     return parse_label_set(path, spec)
 
 
-def check_label_set(spec: str) -> str:
-    """``spec`` if it names a readable, well-formed label set (for the params schema)."""
-    label_set(spec)
-    return spec
-
-
 PAPERS = label_set(DEFAULT_LABEL_SET)
 
 #: the papers' label set, which a dataset without a recorded set has

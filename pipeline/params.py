@@ -168,9 +168,9 @@ class AlignmentParams(Section):
         "guerreiro", "where a mark goes when its word was deleted or substituted"
     )
     pair_by: Literal["id", "order", "file"] = _field(
-        "id", "documents paired by document id, in order, or by the pairs file (pair_by file)"
+        "id", "documents paired by document id, in order, or by the pairs file (file: the default with pairs)"
     )
-    pairs: str | None = _field(None, "with pair_by file: a two-column file (reference id, hypothesis id per line)")
+    pairs: str | None = _field(None, "a two-column file (reference id, hypothesis id per line); implies pair_by file")
     max_wer: float = _field(
         0.5, "fail when a document pair's word error rate is above this (probably not the same document)", ge=0
     )
@@ -180,6 +180,14 @@ class AlignmentParams(Section):
     engine: EngineOverride | None = _field(
         None, "engine keys for this alignment (its worker processes: engine.workers)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pairs_imply_file(cls, data):
+        # a pairs file says how to pair: the params file and the command line alike
+        if isinstance(data, dict) and data.get("pairs") is not None and data.get("pair_by") is None:
+            data = {**data, "pair_by": "file"}
+        return data
 
     @model_validator(mode="after")
     def _pairs_with_file(self):

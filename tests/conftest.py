@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config):
+    # under pytest-xdist each worker process has a core of its own: torch's and Arrow's thread
+    # pools would otherwise each take every core and contend (a test that sets its own keeps it)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
     config.addinivalue_line(
         "markers",
         "real_corpora: needs the whole real corpora (../shared/corpora): skipped on the fixtures, "

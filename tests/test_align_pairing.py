@@ -115,7 +115,7 @@ def test_a_pairs_file_pairs_documents_of_other_names(user_files, capsys):
     assert report["skipped"][0]["id"] == "en_ref#1" and "not in the pairs file" in report["skipped"][0]["reason"]
     assert "warning: 1 reference document(s) not aligned" in err
     rc, err, _ = run_align(user_files, capsys, "--pairs", user_files / "pairs.tsv", "--pair-by", "order")
-    assert rc == 2 and err.strip() == "error: --pairs: goes with --pair-by file, not order"
+    assert rc == 2 and err.strip() == "error: --pairs: pairs is read with pair_by file only (pair_by is order)"
 
 
 def test_pair_by_each_rule():

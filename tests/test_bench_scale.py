@@ -12,7 +12,6 @@ STAGES = ("ingest", "split", "oversample", "sequences", "audit")
 
 
 @pytest.mark.slow
-@pytest.mark.real_corpora
 def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
     out = tmp_path / "scale.json"
     proc = subprocess.run(

@@ -9,7 +9,19 @@ import pytest
 
 from pipeline.cli import build_parser, main
 
-COMMANDS = ["ingest", "audit", "align", "confusables", "split", "export", "train", "punctuate", "export-model"]
+COMMANDS = [
+    "ingest",
+    "audit",
+    "align",
+    "confusables",
+    "split",
+    "oversample",
+    "sequences",
+    "export",
+    "train",
+    "punctuate",
+    "export-model",
+]
 #: every stage module with a command line (dvc_yaml writes dvc.yaml; common is shared code)
 STAGES = sorted(
     p.stem
@@ -111,6 +123,22 @@ def test_bad_input_is_one_line_error_not_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert f"{bad}:2: unknown label 'WHAT'" in proc.stderr
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_an_install_without_readers_is_told_what_to_install(tmp_path, monkeypatch, capsys):
+    """No reader registered (the project not installed): one line and exit 2, not an internal error."""
+    from pipeline import ingest
+
+    monkeypatch.setattr(ingest, "entry_points", lambda group: [])
+    ingest.readers.cache_clear()
+    try:
+        argv = ["ingest", "--reader", "text", "--lang", "en", "--corpus", "x", str(tmp_path / "in.txt")]
+        assert main([*argv, "--out", str(tmp_path / "x.parquet")]) == 2
+    finally:
+        ingest.readers.cache_clear()
+    err = capsys.readouterr().err
+    assert "no corpus readers are registered" in err and "pip install -e ." in err
+    assert "internal error" not in err and "Traceback" not in err
 
 
 def _subparsers(parser):

@@ -19,6 +19,7 @@ def en():
     return get_g2p("en")
 
 
+@pytest.mark.slow
 def test_import_is_offline_and_silent(root):
     """g2p-en is importable with no network: sockets are cut off in the child process."""
     code = (
@@ -36,6 +37,7 @@ def test_import_is_offline_and_silent(root):
     assert proc.stdout.strip().startswith("(")
 
 
+@pytest.mark.slow
 def test_batched_prediction_identical_to_g2p_en(en):
     random.seed(7)
     words = [w for w in random.sample(sorted(en.cmu), 4000) if w.isalpha()][:1000]
@@ -56,6 +58,7 @@ def test_bad_words_are_counted(en):
     assert skipped["has_digits"] == 1 and skipped["not_latin_script"] == 1 and skipped["not_letters"] >= 1
 
 
+@pytest.mark.slow
 def test_exact_against_brute_force_on_random_cmudict_words(en):
     random.seed(3)
     vocabulary = sorted(random.sample(sorted(w for w in en.cmu if w.isalpha()), 30000))
@@ -69,6 +72,7 @@ def test_exact_against_brute_force_on_random_cmudict_words(en):
     assert neighbours.stats["brute_force_words"] > 0  # every stage was exercised
 
 
+@pytest.mark.slow
 def test_exact_on_every_word_of_a_sparse_vocabulary():
     """Random sequences of 1 to 40 symbols: most words settle only in the brute-force tail, many
     after its probe window fails (k-th distance > PROBE), some with fewer than k words in a window."""
@@ -170,6 +174,7 @@ def test_cli(tmp_path, root):
     )
 
 
+@pytest.mark.slow
 def test_web2_sample(shared, en):
     """The 3R paper's dictionary: a slice of web2 goes through g2p and the search."""
     words = (shared / "lexicons" / "web2.txt").read_text().split()[:3000]

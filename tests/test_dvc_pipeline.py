@@ -107,6 +107,7 @@ def test_default_repro_runs_and_is_deterministic(root, tmp_path):
     assert again == first  # byte-identical outputs, every stage
 
 
+@pytest.mark.slow  # walks the imports of every stage
 def test_dvc_yaml_is_generated_from_the_params_files(root):
     """dvc.yaml and real/dvc.yaml are what `python -m stages.dvc_yaml` writes from the params files."""
     proc = subprocess.run(

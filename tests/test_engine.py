@@ -173,6 +173,7 @@ def test_a_shard_never_cuts_a_document(tmp_path):
     assert sum(1 for _ in row_shards([tmp_path / "out"], 5)) > 1  # a stage over it accepts it
 
 
+@pytest.mark.slow
 def test_local_and_dask_identical(hindi, tmp_path):
     real = has_real_corpora()  # else the committed cuts: shards of fewer lines
     runs = {}
@@ -201,6 +202,7 @@ class SlowStep(IngestStep):
         return super().__call__(shard)
 
 
+@pytest.mark.slow
 def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     from distributed import Client, LocalCluster
 
@@ -339,6 +341,7 @@ class CrashOnce:
         return item * 2
 
 
+@pytest.mark.slow
 def test_dask_does_not_retry_bad_input_but_retries_a_crash(tmp_path):
     from pipeline.engine.executor import executor
     from pipeline.errors import InputError
@@ -354,6 +357,7 @@ def test_dask_does_not_retry_bad_input_but_retries_a_crash(tmp_path):
     assert (tmp_path / "flag").read_text() == "crashed"
 
 
+@pytest.mark.slow
 def test_dask_with_q_prints_the_one_error_line(tmp_path):
     (tmp_path / "good.txt").write_text("Hello there.\n")
     (tmp_path / "bad.txt").write_bytes(b"Fine.\n\xff\xfe broken\n")

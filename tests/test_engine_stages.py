@@ -70,6 +70,7 @@ def test_row_shards_never_split_a_document(talks):
     assert concat(tables)["words"].to_pylist() == hyp["words"].to_pylist()
 
 
+@pytest.mark.slow
 def test_align_sharded_equals_in_memory_on_every_engine(talks, tmp_path):
     folder, ref, hyp = talks
     from pipeline.text.verbalize import verbalizer_or_none
@@ -161,6 +162,7 @@ def test_a_document_across_part_files_is_refused(talks, tmp_path):
             row_shards(tmp_path / "d", 100, runner)
 
 
+@pytest.mark.slow
 def test_row_shards_the_same_on_every_engine(talks, tmp_path):
     """The files are scanned on the workers, a few to a task: the shards do not depend on it."""
     from pipeline.engine.executor import executor
@@ -181,6 +183,7 @@ def test_row_shards_the_same_on_every_engine(talks, tmp_path):
             assert row_shards(paths, 30, runner) == expected
 
 
+@pytest.mark.slow
 def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
     """Chunks pack consecutive segments of a talk; shards hold whole talks, so any sharding gives
     the in-memory sequences."""
@@ -240,7 +243,7 @@ def read_segments_plain(path):
 @pytest.mark.parametrize(
     "corpora",
     [
-        pytest.param("fixtures", id="fixtures"),
+        pytest.param("fixtures", id="fixtures", marks=pytest.mark.slow),  # a dask cluster, many shardings
         pytest.param("real", id="real", marks=[pytest.mark.slow, pytest.mark.real_corpora]),
     ],
 )

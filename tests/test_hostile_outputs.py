@@ -223,6 +223,7 @@ class Killed(BaseException):
     """What a kill looks like from inside: nothing after it runs in the killed frame."""
 
 
+@pytest.mark.slow
 def test_a_failed_rerun_after_a_kill_leaves_all_old_or_all_new(tmp_path):
     first = run_outputs(tmp_path / "count", "old")
     assert first.returncode == 0, first.stderr

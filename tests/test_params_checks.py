@@ -78,8 +78,8 @@ def test_empty_split_means_the_documented_defaults():
 
 
 def test_strict_needs_counts():
-    with pytest.raises(Exception, match="strict checks split counts"):
-        P.SplitParams.model_validate({"strict": True})
+    with pytest.raises(P.ParamsError, match="strict checks split counts"):
+        P.validate(P.SplitParams, {"strict": True}, "params.yaml")
 
 
 def test_counts_filled_reports_every_short_split():
@@ -136,8 +136,8 @@ def test_counts_beyond_the_corpus_are_reported_or_refused(tmp_path, caplog, stri
 
 
 def test_stride_as_long_as_a_chunk_is_refused_naming_the_key():
-    with pytest.raises(Exception, match=r"stride: 62 words must be fewer than the 62"):
-        P.SequencesParams.model_validate({"max_len": 64, "stride": 62})
+    with pytest.raises(P.ParamsError, match=r"stride: 62 words must be fewer than the 62"):
+        P.validate(P.SequencesParams, {"max_len": 64, "stride": 62}, "params.yaml")
     assert P.SequencesParams.model_validate({"max_len": 64, "stride": 61}).stride == 61
 
 

@@ -63,7 +63,10 @@ def sample(iwslt_dev, tmp_path_factory):
     return table, tokenizer, dataset(tmp_path_factory.mktemp("data"), table, tokenizer, parts=1)
 
 
-@pytest.mark.parametrize("head", ["linear", "bilstm", "bilstm_crf", "layer_attention"])
+# four epochs each: the linear head in `make test`, the others with the slow tests
+@pytest.mark.parametrize(
+    "head", ["linear", *(pytest.param(h, marks=pytest.mark.slow) for h in ("bilstm", "bilstm_crf", "layer_attention"))]
+)
 def test_loss_falls_on_real_data(sample, head):
     _, tokenizer, data = sample
     params = {**TINY, "head": head}
@@ -93,6 +96,7 @@ def test_same_seed_same_model_and_training(sample):
     assert any(not torch.equal(other[k], runs[0][0][k]) for k in other)  # the seed matters
 
 
+@pytest.mark.slow  # two trainings of two epochs
 def test_accumulation_is_the_combined_batch(sample):
     """Two micro-batches of 4 accumulated make the same steps as batches of 8 (no dropout): the
     loss is normalized over the whole step (the sample is one window, so the groups of 4 + 4 are

@@ -27,7 +27,10 @@ def data(iwslt_dev, tmp_path_factory):
     "extra",
     [
         {"head": "layer_attention", "grad_accumulation": 2},  # layer dropout draws from the RNG too
-        {"augmentation": {"kind": "alam"}, "mixing": {"temperature": 2.0}, "loader_workers": 1},
+        pytest.param(
+            {"augmentation": {"kind": "alam"}, "mixing": {"temperature": 2.0}, "loader_workers": 1},
+            marks=pytest.mark.slow,  # a second straight, killed and resumed run: with the slow tests
+        ),
     ],
     ids=["accumulation", "augmented"],
 )

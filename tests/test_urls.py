@@ -104,6 +104,7 @@ def test_the_recipe_in_memory_gives_the_local_bytes(shared, local_run):
         fsspec.filesystem("memory").rm("/punct-test", recursive=True)
 
 
+@pytest.mark.slow  # a dask cluster through the whole recipe
 def test_the_recipe_on_dask_through_file_urls(shared, local_run, tmp_path):
     recipe(shared, f"file://{tmp_path}/run", EngineParams(engine="dask", workers=2, shard_rows=300))
     assert files_of(tmp_path / "run") == local_run

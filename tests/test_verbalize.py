@@ -157,6 +157,16 @@ def test_every_number_left_written_is_counted():
     )
 
 
+@pytest.mark.parametrize("lang", ["en", "ms"])
+def test_a_number_with_symbols_outside_the_grammar_is_left_written_and_counted(lang):
+    """Brackets, a backslash, a currency sign no grammar knows, a letter of another script: no
+    grammar reads them (an empty lattice, not an exception), so the word stays written and counted."""
+    words = ["5[2]", "7\\8", "9¤", "3ж"]
+    spoken = get_verbalizer(lang).speak(words)
+    assert spoken.words == words
+    assert spoken.counts == Counter({"left_written:unrecognized": len(words)})
+
+
 def test_groups_stop_at_sentence_ends():
     verbalizer = get_verbalizer("en")
     assert verbalizer.speak(["$5", "million"]).words == ["five", "million", "dollars"]

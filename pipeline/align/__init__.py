@@ -7,13 +7,12 @@ documents, transfers marks and case, reports what it did, and runs as a sharded 
 
 from pipeline._lazy import lazy_exports
 
-__all__ = ["AlignReport", "Pairing", "align_datasets", "align_tables", "pair", "pair_documents", "read_pairs"]
+__all__ = ["AlignReport", "Pairing", "align_datasets", "align_tables", "pair", "read_pairs"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "align_datasets": "alignment",
         "align_tables": "alignment",
-        "pair_documents": "alignment",
         "AlignReport": "alignment",
         "Pairing": "pairing",
         "pair": "pairing",

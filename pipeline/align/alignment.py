@@ -505,12 +505,6 @@ def _documents(table: pa.Table, with_case: bool = False, label_set: LabelSet | N
     return docs
 
 
-def pair_documents(ref_docs: list[str], hyp_docs: list[str], pair_by: str = "id") -> list[tuple[str, str]]:
-    """Pairs of (reference, hypothesis) documents (:func:`pipeline.align.pairing.pair`, every
-    hypothesis document paired or an AlignmentError)."""
-    return pair(ref_docs, hyp_docs, pair_by).pairs
-
-
 def _align_job(job) -> DocumentAlignment:
     return align_document(*job)
 

@@ -14,8 +14,10 @@ def export(
     (``splits``: the splits written, ...), its warnings logged.  ``split_name``: the split of rows
     that have none (default: train); ``card``: what the dataset card (hf) says of the export."""
     from pipeline.datasets.export import DEFAULT_SPLIT, export_datasets, export_warnings, split_name_problem
+    from pipeline.engine import location
     from pipeline.errors import ParamsError
 
+    location.require_local(out, "export")  # the formats' writers know local folders only
     split_name = DEFAULT_SPLIT if split_name is None else split_name
     if problem := split_name_problem(split_name):
         raise ParamsError(f"--split-name: {problem}")

@@ -7,15 +7,12 @@ import logging
 log = logging.getLogger("punct-corpora.sequences")
 
 
-def sequences_entry(params_path, name: str, source, out, tokenizer, report_path, reports=()) -> dict:
-    """The params file's ``datasets.<name>.sequences`` over ``source``; ``reports``: the earlier
-    steps' reports, merged into ``report_path``."""
+def sequences(source, params, out, tokenizer, report_path, name: str, reports, engine) -> dict:
+    """``params`` (:class:`pipeline.params.SequencesParams`) over ``source``; ``name``: the dataset's
+    name in the report; ``reports``: the earlier steps' reports, merged into ``report_path``."""
     from pipeline.datasets.sequences import sequences_dataset
-    from pipeline.operations.entries import load_entry
 
-    params, entry = load_entry(params_path, "datasets", name)
-    engine = params.engine_for(entry.engine, entry.sequences.engine)
-    report = sequences_dataset(source, entry.sequences, out, tokenizer, report_path, name, list(reports), engine)
+    report = sequences_dataset(source, params, out, tokenizer, report_path, name, list(reports), engine)
     splits = report["distribution"].get(name, {}).get("splits", {})
     log.info(
         "dataset %s: %s",
@@ -23,3 +20,12 @@ def sequences_entry(params_path, name: str, source, out, tokenizer, report_path,
         ", ".join(f"{k} {v['documents']} docs/{v['words']} words" for k, v in splits.items()),
     )
     return report
+
+
+def sequences_entry(params_path, name: str, source, out, tokenizer, report_path, reports=()) -> dict:
+    """The params file's ``datasets.<name>.sequences`` over ``source``."""
+    from pipeline.operations.entries import load_entry
+
+    params, entry = load_entry(params_path, "datasets", name)
+    engine = params.engine_for(entry.engine, entry.sequences.engine)
+    return sequences(source, entry.sequences, out, tokenizer, report_path, name, reports, engine)

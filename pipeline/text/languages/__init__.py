@@ -26,10 +26,6 @@ class UnknownLanguageError(ParamsError):
     pass
 
 
-def _split_whitespace(line: str) -> list[str]:
-    return line.split()
-
-
 def _normalize_as_block(lines: pyarrow.Array, normalize: Callable[[str], str]) -> pyarrow.Array:
     """Lines joined and split back in Arrow (no Python string per line); a normalizer that changed
     the number of lines after all, or null lines, fall back to one call per line."""

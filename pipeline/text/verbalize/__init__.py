@@ -163,10 +163,9 @@ class Verbalizer:
 
     def _paths(self, text: str, fst, nshortest: int) -> list[tuple[str, float]]:
         pynini = self._pynini
-        try:
-            lattice = pynini.escape(text) @ fst
-        except Exception:  # a symbol outside the grammar's alphabet
-            return []
+        # a string outside the grammar's alphabet composes to an empty lattice (pynini does not
+        # raise): an exception here is a fault, not an unreadable number, and is not hidden
+        lattice = pynini.escape(text) @ fst
         if lattice.start() == pynini.NO_STATE_ID or lattice.num_states() == 0:
             return []
         lattice = lattice.project("output").rmepsilon()
