@@ -29,6 +29,7 @@ import csv
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -296,6 +297,7 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
 # by every process of a stage to the file $PUNCT_TIMINGS names
 TIMINGS_FILE = "timings.jsonl"
 TRAINER_PASS = ": tokenizer training"  # the label suffix of the BPE trainer's time, which runs in the driver
+PACKING_PASS = re.compile(rf"^sequences {DATASET}$")  # the pass that tokenizes and packs
 
 
 def passes(timings_text: str) -> dict[str, float]:
@@ -362,6 +364,13 @@ def checks(results: list[dict]) -> list[str]:
         lines.append(
             f"{verdict} {stage:10s} {ratio:.2f}x the copy floor at {top['target_words']:,} words"
             f" (target <= {target:g}x)"
+        )
+    # the sequences stage's tokenizing and packing alone, beside the whole stage
+    packing = [s for label, s in top["stages"]["sequences"].get("passes", {}).items() if PACKING_PASS.match(label)]
+    if packing:
+        lines.append(
+            f"info sequences  tokenize + pack pass alone: {packing[0] / copy:.2f}x the copy floor at"
+            f" {top['target_words']:,} words (the stage also counts words, trains the tokenizer and audits)"
         )
     for result in results:
         old = BASELINE_RSS.get(result["target_words"])
