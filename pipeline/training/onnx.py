@@ -25,7 +25,11 @@ With ``int8`` each matrix product of the encoder holds int8 weights, by what fee
   product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``a_j`` is
   measured without data: the fp32 graph is run on sequences of words drawn (seeded) from the
   tokenizer's vocabulary, since a model's large channels are the same whatever the text;
-- a product fed by the attention keeps the same dynamic quantization, unsmoothed;
+- a product fed by the attention keeps the same dynamic quantization, unsmoothed.  The weights of
+  all these dynamic products take 7 bits (``reduce_range``): AVX2 without VNNI multiplies u8 inputs
+  by s8 weights with ``VPMADDUBSW``, which adds pairs of products in 16 bits and saturates with
+  8-bit weights (255 * 127 * 2 > 32767); with 7 bits the sums are exact there as with VNNI, so the
+  labels do not depend on the instruction set;
 - any other (the feed-forward's second product, fed by the GELU, whose output one scale does
   not hold well) holds its weights in blocks of up to ``block_size`` along the input axis, one
   scale per block (``MatMulNBits`` with 8 bits); its input is quantized per block at run time
