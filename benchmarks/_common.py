@@ -1,4 +1,4 @@
-"""Shared helpers for benchmarks: locating the real corpora, timing, peak memory."""
+"""Shared helpers for benchmarks: locating the real corpora, timing, peak memory, the machine."""
 
 from __future__ import annotations
 
@@ -40,8 +40,53 @@ def peak_rss_mb() -> float:
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+#: the CPU flags (as /proc/cpuinfo spells them) that decide which kernels the numbers come from:
+#: vector width (avx, avx2, avx512f), int8 dot products (avx512_vnni, avx_vnni: one instruction
+#: for what AVX2 does in three, without its 16-bit saturation) and matrix units (amx_*)
+FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
+
+
+def _load() -> float | None:
+    import os
+
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+#: the 1-minute load average when the benchmark started (this module is imported first)
+LOAD_AT_START = _load()
+
+
+def cpu_flags(cpuinfo: str | None = None) -> list[str]:
+    """Those of :data:`FLAGS` the CPU has (from ``/proc/cpuinfo``, or the text ``cpuinfo``)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return []
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            have = set(line.split(":", 1)[1].split())
+            return [flag for flag in FLAGS if flag in have]
+    return []
+
+
 def machine() -> dict:
-    """What the numbers were measured on: they mean little without it."""
+    """What the numbers were measured on: they mean little without it.  ``busy`` is true when the
+    load average at the start or at the end was above the cores: other work then shared the CPU,
+    so absolute figures are low and only ratios to the same run's baseline hold."""
     import os
     import platform
 
@@ -58,14 +103,18 @@ def machine() -> dict:
                 break
     except OSError:
         pass
+    cores = os.cpu_count()
+    loads = [load for load in (LOAD_AT_START, _load()) if load is not None]
     return {
         "cpu": cpu,
-        "cores": os.cpu_count(),
+        "instruction_sets": cpu_flags(),
+        "cores": cores,
         "memory_gb": memory_gb,
         "python": platform.python_version(),
         "system": f"{platform.system()} {platform.release()}",
-        # other work on the machine slows a run; the baseline of the same run shares the slowdown
-        "load_average_1min": round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None,
+        "load_average_start": LOAD_AT_START,
+        "load_average_end": _load(),
+        "busy": bool(cores and loads and max(loads) > cores),
     }
 
 

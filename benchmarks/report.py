@@ -28,6 +28,8 @@ def _cell(text) -> str:
 
 
 def _machine(machine: dict) -> str:
+    """The machine line under a table; a result saved before runs recorded the CPU's instruction
+    sets and the load at start and end says so, with what it did record."""
     parts = [machine.get("cpu") or "CPU not recorded"]
     if machine.get("cores"):
         parts.append(f"{machine['cores']} cores")
@@ -37,9 +39,25 @@ def _machine(machine: dict) -> str:
         parts.append(machine["gpu"])
     if machine.get("python"):
         parts.append(f"Python {machine['python']}")
-    if machine.get("load_average_1min") is not None:
-        parts.append(f"load average {machine['load_average_1min']:g} when it finished")
-    return ", ".join(parts)
+    recorded = "instruction_sets" in machine and "load_average_start" in machine
+    if recorded:
+        parts.insert(1, "instruction sets: " + (" ".join(machine["instruction_sets"]) or "none of those recorded"))
+        parts.append(f"load average {machine['load_average_start']:g} at start, {machine['load_average_end']:g} at end")
+        busy = machine.get("busy")
+    else:
+        load = machine.get("load_average_1min")
+        if load is not None:
+            parts.append(f"load average {load:g} when it finished")
+        busy = load is not None and bool(machine.get("cores")) and load > machine["cores"]
+    line = ", ".join(parts)
+    if not recorded:
+        line = "machine not recorded (no instruction sets or load at start); " + line
+    if busy:
+        line += (
+            "; **busy machine** (load above the cores): other work shared the CPU, so the absolute"
+            " figures are low; the ratios to the same run's baseline hold"
+        )
+    return line
 
 
 def load(path: Path) -> dict:
@@ -66,7 +84,10 @@ def render() -> str:
         "commit and the date it ran on, and a baseline measured in the same run on the same machine: "
         "compare a row with its own baseline, not with another table. A benchmark run writes "
         "`benchmarks/results/NAME.json`; `python benchmarks/report.py` writes this page from them. The "
-        "benchmarks read the real corpora at `../shared/corpora`.\n\n",
+        "benchmarks read the real corpora at `../shared/corpora`. The machine line names the CPU, the "
+        "instruction sets that decide which kernels run (AVX2, AVX-512, the int8 dot products of VNNI, "
+        "the AMX matrix units), the cores and the load average at the start and the end; a run whose "
+        "load was above its cores is marked busy.\n\n",
     ]
     for name in names:
         r = results[name]

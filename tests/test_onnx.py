@@ -91,6 +91,7 @@ def test_the_exported_folder_carries_tokenizer_labels_and_lexicon(exported):
 
 def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
     import onnx
+    from onnx import numpy_helper
 
     folder = exported / "linear-int8"
     entry = json.loads((folder / "punctuation.json").read_text())["onnx"]
@@ -113,6 +114,14 @@ def test_int8_quantizes_the_encoder_only_and_keeps_the_labels(exported, talk):
     assert {a.i for n in blocked for a in n.attribute if a.name == "block_size"} == {64}  # K = 64
     heads = [n for n in graph.node if "classifier" in n.name]
     assert heads and all(n.op_type in ("MatMul", "Gemm", "Add") for n in heads)  # left in fp32
+    # the dynamic products' weights take 7 bits: AVX2 without VNNI sums pairs of u8 * s8 products in
+    # 16 bits (VPMADDUBSW), where 255 * 64 * 2 fits and 255 * 127 * 2 saturates (7 bits: |w| <= 64)
+    assert settings["reduce_range"] is True
+    signed = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8]
+    assert len(signed) >= 4
+    for tensor in signed:
+        values = numpy_helper.to_array(tensor)
+        assert np.abs(values.astype(np.int32)).max() <= 64, tensor.name
     torch_p = Punctuator.load(exported / "linear", window=60, overlap=15)
     int8_p = Punctuator.load(folder, window=60, overlap=15)
     words = torch_p.words_of(talk)
@@ -198,6 +207,10 @@ def test_a_second_export_replaces_the_first(exported, tmp_path):
         meta = json.loads((out / "punctuation.json").read_text())
         assert (meta["onnx"]["quantization"] is not None) == int8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again"]
+    # the int8 export again is byte for byte the first: the calibration is seeded and single-threaded
+    first = exported / "linear-int8"
+    assert (out / "model.onnx").read_bytes() == (first / "model.onnx").read_bytes()
+    assert (out / "punctuation.json").read_bytes() == (first / "punctuation.json").read_bytes()
 
 
 def test_export_model_has_help(capsys):

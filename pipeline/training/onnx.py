@@ -25,7 +25,11 @@ With ``int8`` each matrix product of the encoder holds int8 weights, by what fee
   product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``a_j`` is
   measured without data: the fp32 graph is run on sequences of words drawn (seeded) from the
   tokenizer's vocabulary, since a model's large channels are the same whatever the text;
-- a product fed by the attention keeps the same dynamic quantization, unsmoothed;
+- a product fed by the attention keeps the same dynamic quantization, unsmoothed.  The weights of
+  all these dynamic products take 7 bits (``reduce_range``): AVX2 without VNNI multiplies u8 inputs
+  by s8 weights with ``VPMADDUBSW``, which adds pairs of products in 16 bits and saturates with
+  8-bit weights (255 * 127 * 2 > 32767); with 7 bits the sums are exact there as with VNNI, so the
+  labels do not depend on the instruction set;
 - any other (the feed-forward's second product, fed by the GELU, whose output one scale does
   not hold well) holds its weights in blocks of up to ``block_size`` along the input axis, one
   scale per block (``MatMulNBits`` with 8 bits); its input is quantized per block at run time
@@ -158,6 +162,9 @@ INT8 = {
     "calibration": {"sequences": 32, "seed": 0},
     "block_size": 512,
     "accuracy_level": 4,
+    "per_channel": True,
+    "reduce_range": True,
+    "elsewhere": "blockwise",
 }
 #: the operators whose output is a layer norm's (an input the dynamic products smooth)
 LAYER_NORMS = frozenset(
@@ -207,10 +214,10 @@ def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max
     return settings
 
 
-def _products(graph, excluded) -> dict[str, str]:
+def _products(graph, excluded, elsewhere: str = "blockwise") -> dict[str, str]:
     """Each matrix product of a constant weight outside ``excluded`` (node name), with how it is
     quantized: ``smoothed`` (fed by a layer norm), ``dynamic`` (fed by the attention) or
-    ``blockwise`` (anything else)."""
+    ``elsewhere`` (anything else)."""
     weights = {t.name for t in graph.initializer}
     producer = {out: node.op_type for node in graph.node for out in node.output}
     plan = {}
@@ -218,7 +225,7 @@ def _products(graph, excluded) -> dict[str, str]:
         if node.op_type not in ("MatMul", "Attention") or node.input[1] not in weights or node.name in excluded:
             continue
         feeder = producer.get(node.input[0], "")
-        plan[node.name] = "smoothed" if feeder in LAYER_NORMS else "dynamic" if feeder == "Attention" else "blockwise"
+        plan[node.name] = "smoothed" if feeder in LAYER_NORMS else "dynamic" if feeder == "Attention" else elsewhere
         if node.op_type == "Attention" and plan[node.name] == "blockwise":
             plan[node.name] = "dynamic"  # an Attention's projections are quantized whole, or not at all
     return plan
@@ -300,9 +307,9 @@ def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path 
     import onnx
 
     model = onnx.load(str(source))
-    plan = _products(model.graph, set(settings["excluded_nodes"]))
+    plan = _products(model.graph, set(settings["excluded_nodes"]), settings["elsewhere"])
     smoothed = sorted(n for n, how in plan.items() if how == "smoothed")
-    dynamic = sorted(n for n, how in plan.items() if how != "blockwise")
+    dynamic = sorted(n for n, how in plan.items() if how in ("smoothed", "dynamic"))
     if settings["alpha"] and smoothed:
         if tokenizer is None:
             raise ValueError("smoothing needs the tokenizer of its calibration sequences")
@@ -317,8 +324,17 @@ def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path 
     settings["blockwise_nodes"] = sorted(n for n, how in plan.items() if how == "blockwise")
     dynamic_out = target.with_name(target.name + ".dynamic.onnx")
     try:
-        _quantize_dynamic(model, dynamic_out, ["MatMul", "Attention"], only=dynamic)
-        settings["fp32_nodes"] = _quantize_blockwise(dynamic_out, target, settings)
+        _quantize_dynamic(
+            model,
+            dynamic_out,
+            ["MatMul", "Attention"],
+            only=dynamic,
+            reduce_range=settings["reduce_range"],
+            per_channel=settings["per_channel"],
+        )
+        kept = sorted(n for n, how in plan.items() if how == "fp32")
+        blockwise = {**settings, "excluded_nodes": settings["excluded_nodes"] + kept}
+        settings["fp32_nodes"] = sorted(kept + _quantize_blockwise(dynamic_out, target, blockwise))
     finally:
         dynamic_out.unlink(missing_ok=True)
 
