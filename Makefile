@@ -17,7 +17,7 @@ export HF_DATASETS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: repro repro-real test lint dvc-yaml bench setup clean
+.PHONY: repro repro-real test lint docs dvc-yaml bench setup clean
 
 setup: $(STAMP)
 
@@ -47,6 +47,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# the docs site into site/; --strict turns a broken link or a page missing from the nav into an error
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
