@@ -151,14 +151,13 @@ COUNTS: Counter = Counter()
 
 @pytest.fixture(scope="module", autouse=True)
 def _report(request):
+    """Prints the counts after the module's tests, past the output capture (so without ``-s`` too)."""
     yield
     if COUNTS:
-        reporter = request.config.pluginmanager.getplugin("terminalreporter")
         line = ", ".join(f"{n} {what}" for what, n in sorted(COUNTS.items()))
-        if reporter is not None:
-            reporter.write_line(f"\ndocs examples: {line}")
-        else:
-            print(f"docs examples: {line}")
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            print(f"\ndocs examples: {line}")
 
 
 def test_every_block_is_run_shown_or_marked():
@@ -169,7 +168,7 @@ def test_every_block_is_run_shown_or_marked():
             kinds[check(block)] += 1
     assert kinds["run"] >= 15, kinds  # the parser finds the pages' fences
     for what, n in kinds.items():
-        COUNTS[f"{what} (all pages)"] = n
+        COUNTS[f"{'to run' if what == 'run' else what} (all pages)"] = n
     for page in PAGES:
         after = directives(page).get("after")
         if after:
@@ -233,11 +232,12 @@ def run_page(page: Path, copy: Path, env: dict[str, str]) -> None:
     last_output = None
     for block in blocks(page):
         kind = check(block)
-        COUNTS[kind] += 1
+        COUNTS["run" if kind == "run" else f"{kind}, on pages run"] += 1
         if kind == "shown" and block.marker == "output":
             assert last_output is not None, f"{block.where}: an output with no command before it"
             missing = _same_lines(block.text, last_output)
             assert missing is None, f"{block.where}: shown output line {missing!r} not in:\n{last_output[-3000:]}"
+            COUNTS["outputs checked"] += 1
         if kind != "run":
             continue
         code = substituted(script(block))
