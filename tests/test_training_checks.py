@@ -110,7 +110,7 @@ def test_a_missing_tokenizer_is_refused(dataset_64, tmp_path, capsys):
     shutil.copytree(dataset_64, folder)
     shutil.rmtree(folder / "tokenizer")
     assert _train(folder, _config(tmp_path), tmp_path / "model", "--max-len", "64") == 2
-    _one_line_refusal(capsys, str(folder / "tokenizer"), "no readable tokenizer")
+    _one_line_refusal(capsys, str(folder), "not a dataset folder of the sequences stage (no tokenizer)")
 
 
 def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(dataset_64, tmp_path, capsys):
