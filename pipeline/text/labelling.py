@@ -24,17 +24,16 @@ few tokens that carry marks), so it runs at millions of words per second.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, PAPERS, LabelSet
-from pipeline.schema import CASE_VALUES, encoded_codes
-from pipeline.text.case import case_of_stored
+from pipeline.labels import PAPERS, LabelSet
+from pipeline.schema import encoded_codes
+from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
 from pipeline.text.languages import Language
-from pipeline.text.normalize import SPACES, char_class, non_ascii_rows, value_data, value_offsets
+from pipeline.text.normalize import SPACES, char_class, value_data, value_offsets
 from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
@@ -44,23 +43,6 @@ _INITIALISM = r"^(\pL\.)+\pL$|^\p{Lu}$"
 # Unicode spaces, which are exactly those that normalization makes ASCII spaces
 _UNICODE_SPACE = char_class(SPACES)
 _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
-
-
-@dataclass
-class Labelled:
-    """Words, labels, case labels and mixed-case forms per input line, plus what was dropped and why."""
-
-    words: pa.ListArray
-    labels: pa.ListArray
-    case: pa.ListArray
-    surface: pa.ListArray
-    dropped: Counter = field(default_factory=Counter)
-    label_set: LabelSet = PAPERS
-    #: facts worth a count that lose nothing (abbreviations read as sentence ends, or left unresolved)
-    stats: Counter = field(default_factory=Counter)
-
-    def __len__(self) -> int:
-        return len(self.words)
 
 
 def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
@@ -98,24 +80,6 @@ def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> 
 def _list_offsets(lists: pa.ListArray) -> np.ndarray:
     offsets = value_offsets(lists)
     return offsets - offsets[0]
-
-
-def _patch(strings: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
-    """``strings`` with ``rows`` (sorted) replaced by ``values``.
-
-    Few rows change (abbreviations), so slices and a concatenation, one memcpy,
-    beat a masked replace over the whole column.
-    """
-    if len(rows) > 10_000:
-        mask = np.zeros(len(strings), dtype=bool)
-        mask[rows] = True
-        return pc.replace_with_mask(strings, pa.array(mask), values)
-    pieces, start = [], 0
-    for i, row in enumerate(rows.tolist()):
-        pieces += [strings.slice(start, row - start), values.slice(i, 1)]
-        start = row + 1
-    pieces.append(strings.slice(start))
-    return pa.concat_arrays(pieces)
 
 
 def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
@@ -165,57 +129,8 @@ def _has_unicode_space(lines: pa.Array) -> bool:
     return pc.any(pc.match_substring_regex(lines.filter(non_ascii), _UNICODE_SPACE)).as_py()
 
 
-def _lower(words: pa.Array) -> pa.Array:
-    """utf8_lower, by the ASCII kernel (20x faster) but for the words with a non-ASCII byte."""
-    rows = non_ascii_rows(words)
-    lowered = pc.ascii_lower(words)
-    return _patch(lowered, rows, pc.utf8_lower(words.take(pa.array(rows)))) if len(rows) else lowered
-
-
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
-
-
-_O, _U, _A, _M = (CASE_TO_ID[c] for c in CASE_LABELS)
-
-
-def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Case label (O/U/A/M) and mixed-case form of each word, ``stored`` being the word as kept
-    (lowercased, or as written).  Exactly :func:`pipeline.text.case.apply_case`'s inverse: ASCII words
-    starting with a letter are decided by Arrow's ASCII kernels (which do what Python does there),
-    every other word that is not its own lowercase by the Python rule itself."""
-    codes = np.zeros(len(original), dtype=np.int8)
-    surface_rows: list[int] = []
-    if len(original):
-        lowered = stored if stored is not original else pc.utf8_lower(original)
-        differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
-        if len(differs):
-            subset = original.take(pa.array(differs))
-            low = lowered.take(pa.array(differs))
-            simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
-                zero_copy_only=False
-            )
-            rows, orig_s, low_s = differs[simple], subset.filter(pa.array(simple)), low.filter(pa.array(simple))
-            is_u = pc.equal(orig_s, pc.ascii_capitalize(low_s)).to_numpy(zero_copy_only=False)
-            is_a = pc.equal(orig_s, pc.ascii_upper(low_s)).to_numpy(zero_copy_only=False) & ~is_u
-            codes[rows] = np.where(is_u, _U, np.where(is_a, _A, _M))
-            surface_rows += rows[~is_u & ~is_a].tolist()
-            for row, word, kept in zip(
-                differs[~simple].tolist(),
-                subset.filter(pa.array(~simple)).to_pylist(),
-                low.filter(pa.array(~simple)).to_pylist(),
-            ):
-                label, _ = case_of_stored(word, kept)
-                codes[row] = CASE_TO_ID[label]
-                if label == "M":
-                    surface_rows.append(row)
-    surface = pa.nulls(len(original), pa.string())
-    if surface_rows:
-        rows = np.sort(np.array(surface_rows, dtype=np.int64))
-        mask = np.zeros(len(original), dtype=bool)
-        mask[rows] = True
-        surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
-    return encoded_codes(CASE_VALUES, codes), surface
 
 
 # a capital initial (George W. Bush) comes before the rest of a name

@@ -314,7 +314,7 @@ def label_lines(lines: pa.Array, language, documents=None):
     key per line; None: the lines are one document) groups the lines rewritten together."""
     from pipeline.labels import PAPERS as PAPERS_SET
     from pipeline.schema import encoded_codes
-    from pipeline.text.labelling import Labelled, _lower, case_labels
+    from pipeline.text.labelled import Labelled, _lower, case_labels
 
     rules = load(language.protocol).rules(language.code)
     texts = lines.to_pylist()
