@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +69,18 @@ def model_params(name: str) -> dict:
 
 def pad_id_of(name: str) -> int:
     return 1 if name == "xlmr-large" else 0  # MiniLM's BERT vocabulary pads with 0
+
+
+class SyntheticTokenizer:
+    """What training reads of a tokenizer, for sequences of random ids: the padding id and the
+    vocabulary's size (that of the model's embeddings, which the ids are drawn below)."""
+
+    def __init__(self, name: str):
+        self.pad_token_id = pad_id_of(name)
+        self.size = XLMR_LARGE["vocab_size"] if name == "xlmr-large" else TINY["vocab_size"]
+
+    def __len__(self) -> int:
+        return self.size
 
 
 def synthetic_dataset(folder: Path, rows: int, max_len: int, seed: int = 0) -> Path:
@@ -118,8 +129,13 @@ def project_loop(args, name, precision, folder, max_tokens=0) -> dict:
     from pipeline.training.loop import train
     from pipeline.training.model import build_model
 
-    tokenizer = SimpleNamespace(pad_token_id=pad_id_of(name))
-    data = TrainingData.from_folder(folder, SequenceOptions(max_len=args.max_len), tokenizer=tokenizer)
+    # the sequences are the pretrained model's own ids: its tokenizer, as training's checks see it
+    data = TrainingData.from_folder(
+        folder,
+        SequenceOptions(max_len=args.max_len),
+        tokenizer=SyntheticTokenizer(name),
+        tokenizer_source=model_params(name).get("pretrained"),
+    )
     params = {
         **model_params(name),
         "epochs": 1000,

@@ -581,8 +581,9 @@ class TrainingData:
         folder = Path(folder)
         if not folder.is_dir():
             raise errors.InputError(f"{folder}: dataset folder does not exist")
-        for entry in ("sequences.parquet", "tokenizer"):
-            if not (folder / entry).exists():  # a missing tokenizer folder would be taken for a hub name
+        # a missing tokenizer folder would be taken for a hub name (unless a tokenizer is given)
+        for entry in ("sequences.parquet",) if tokenizer is not None else ("sequences.parquet", "tokenizer"):
+            if not (folder / entry).exists():
                 raise errors.InputError(f"{folder}: not a dataset folder of the sequences stage (no {entry})")
         if tokenizer is None:
             from transformers import AutoTokenizer
