@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from support.training import TINY, tokenizer_of, with_split
+from support.training import TINY, sample_talks, tokenizer_of
 
 from pipeline import cli
 from pipeline.training.data import SequenceOptions, write_dataset
@@ -19,14 +19,8 @@ from pipeline.training.data import SequenceOptions, write_dataset
 
 @pytest.fixture(scope="module")
 def samples(root):
-    """The committed English sample talks, one document a line, split train/dev/test by document."""
-    from corpora import get_reader
-
-    table = get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks", doc_boundary="line")
-    table = table.table
-    docs = sorted(set(table["doc_id"].to_pylist()))
-    role = {d: "test" if i % 5 == 0 else "dev" if i % 5 == 1 else "train" for i, d in enumerate(docs)}
-    return with_split(table, [role[d] for d in table["doc_id"].to_pylist()])
+    """The committed English sample talks, split train/dev/test by document."""
+    return sample_talks(root)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 from support.reliability import call
-from support.training import TINY, TINY_CONFIG, tokenizer_of, with_split
+from support.training import TINY, TINY_CONFIG, sample_talks, tokenizer_of
 
 from pipeline.training.data import SequenceOptions, write_dataset
 
@@ -18,14 +18,8 @@ SHORT = {**TINY, "epochs": 1}
 
 @pytest.fixture(scope="module")
 def samples(root):
-    """The committed English sample talks, one document a line, split train/dev/test by document."""
-    from corpora import get_reader
-
-    table = get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks", doc_boundary="line")
-    table = table.table
-    docs = sorted(set(table["doc_id"].to_pylist()))
-    role = {d: "test" if i % 5 == 0 else "dev" if i % 5 == 1 else "train" for i, d in enumerate(docs)}
-    return with_split(table, [role[d] for d in table["doc_id"].to_pylist()])
+    """The committed English sample talks, split train/dev/test by document."""
+    return sample_talks(root)
 
 
 @pytest.fixture(scope="module")

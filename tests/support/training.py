@@ -43,6 +43,17 @@ def with_split(table: pa.Table, splits: list[str]) -> pa.Table:
     return table.set_column(table.schema.get_field_index("split"), "split", pa.array(splits, pa.string()))
 
 
+def sample_talks(root: Path) -> pa.Table:
+    """The committed English sample talks, one document a line, split train/dev/test by document."""
+    from corpora import get_reader
+
+    table = get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks", doc_boundary="line")
+    table = table.table
+    docs = sorted(set(table["doc_id"].to_pylist()))
+    role = {d: "test" if i % 5 == 0 else "dev" if i % 5 == 1 else "train" for i, d in enumerate(docs)}
+    return with_split(table, [role[d] for d in table["doc_id"].to_pylist()])
+
+
 def iwslt(shared: Path, rows: int, name: str = "dev2012") -> pa.Table:
     from corpora import get_reader
 
