@@ -4,6 +4,7 @@ failure leaves nothing."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -361,12 +362,19 @@ def test_dask_does_not_retry_bad_input_but_retries_a_crash(tmp_path):
 def test_dask_with_q_prints_the_one_error_line(tmp_path):
     (tmp_path / "good.txt").write_text("Hello there.\n")
     (tmp_path / "bad.txt").write_bytes(b"Fine.\n\xff\xfe broken\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pipeline", "ingest", "-q", "--engine", "dask", "--workers", "2",
-         "--shard-lines", "1", "--reader", "text", "--lang", "en", "--corpus", "c",
-         "good.txt", "bad.txt", "--out", "out.parquet"],
-        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    # Another cluster on the machine holds dask's default HTTP port: the run must not warn about it.
+    with socket.socket() as taken:
+        try:
+            taken.bind(("", 8787))
+            taken.listen()
+        except OSError:
+            pass  # already held by something else, which is the case under test
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline", "ingest", "-q", "--engine", "dask", "--workers", "2",
+             "--shard-lines", "1", "--reader", "text", "--lang", "en", "--corpus", "c",
+             "good.txt", "bad.txt", "--out", "out.parquet"],
+            cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1, proc.stderr  # no cluster start-up, no worker traceback
     assert proc.stderr.startswith("error: bad.txt: invalid UTF-8 at byte offset 6 (line 2)")

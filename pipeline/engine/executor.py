@@ -244,8 +244,15 @@ class DaskExecutor(Executor):
             if self.cluster is None:
                 from distributed import Client, LocalCluster
 
+                # No dashboard, and the scheduler's HTTP endpoints on a free local port: the default
+                # 8787 is taken by any other cluster on the machine, and dask then warns on stderr.
                 self.cluster = LocalCluster(
-                    n_workers=wanted, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=level
+                    n_workers=wanted,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    silence_logs=level,
                 )
                 self.client = Client(self.cluster)
             else:
