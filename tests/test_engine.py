@@ -216,7 +216,14 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     shards, _, _ = plan("text", hindi, "hi", options, 200)
     reference = tmp_path / "reference"
     ingest("text", hindi, "hi", "hindi", reference, options=options, workers=1, lines_per_shard=200)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50)
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=50,
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+    )
     client = Client(cluster)
     try:
         pids = list(client.run(os.getpid).values())
