@@ -315,8 +315,9 @@ def _train(args) -> dict:
 
 
 def _punctuate(args) -> None:
-    from pipeline.operations.punctuate import punctuate
+    from pipeline.operations.punctuate import punctuate, pyarrow_without_pandas
 
+    pyarrow_without_pandas()  # this process is the command alone: start-up without pandas
     punctuate(
         args.model,
         args.inputs,

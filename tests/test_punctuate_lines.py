@@ -3,9 +3,11 @@ torch and ONNX alike; ``--join`` makes each input one running text; ``-`` is std
 silences the summary; ``Punctuator.punctuate`` does the same with ``join``."""
 
 import json
+import subprocess
+import sys
 
 import pytest
-from support.reliability import call, run_module
+from support.reliability import ROOT, call, run_module
 
 from pipeline.training.punctuator import Punctuator, segments_of
 
@@ -75,3 +77,22 @@ def test_a_long_line_is_still_windowed(tiny_models, tmp_path, capsys):
     assert call("pipeline", args) == (0, "")
     lines = capsys.readouterr().out.splitlines()
     assert [len(line.split()) for line in lines] == [600, 2]
+
+
+def test_the_onnx_command_starts_without_pandas_which_still_loads_when_asked(tiny_models, three_lines):
+    # pyarrow imports pandas on its first array, a third of punctuate's start-up: the command keeps
+    # pyarrow from it, and an explicit pandas call afterwards still works
+    code = (
+        "import sys\n"
+        "from pipeline.cli import main\n"
+        "rc = main(['punctuate', '-q', '--model', sys.argv[1], sys.argv[2]])\n"
+        "print('pandas imported' if 'pandas' in sys.modules else 'no pandas', rc, file=sys.stderr)\n"
+        "import pyarrow as pa\n"
+        "print(type(pa.table({'a': [1]}).to_pandas()).__name__, file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tiny_models / "onnx"), str(three_lines)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stderr.splitlines() == ["no pandas 0", "DataFrame"], proc.stderr
+    assert proc.stdout.count("\n") == 3

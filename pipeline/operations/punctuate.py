@@ -12,6 +12,30 @@ log = logging.getLogger(__name__)
 STDIN = "-"
 
 
+def pyarrow_without_pandas() -> None:
+    """Let pyarrow's one look for pandas find none, in a process that hands pyarrow no pandas
+    object (the ``punctuate`` command): pyarrow imports pandas the first time it builds an array,
+    to recognize pandas objects, and that import is about a third of the command's start-up.  An
+    explicit pandas call (``to_pandas``) still imports it later."""
+    if "pandas" in sys.modules:
+        return
+
+    class NoPandas:
+        def find_spec(self, name, path=None, target=None):
+            if name == "pandas":
+                raise ModuleNotFoundError("pandas is not imported by this command", name=name)
+            return None
+
+    blocker = NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        import pyarrow as pa
+
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(blocker)
+
+
 def punctuate(
     model_dir,
     inputs,
