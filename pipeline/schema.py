@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import SchemaError
-from pipeline.labels import CASE_LABELS, LABELS, PAPERS, LabelSet
+from pipeline.labels import CASE_LABELS, LABELS, LabelSet
 
 SCHEMA_NAME = "punct-segments/2"
 
@@ -262,7 +262,7 @@ def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.nd
     return lut[indices], list(vocabulary)
 
 
-def papers_codes(column, label_set: LabelSet = PAPERS):
+def papers_codes(column, label_set: LabelSet):
     """The labels of a list column as ids of their papers class (-1: a label not of ``label_set``):
     what stages that count marks or sentence ends (split, oversampling) read, whatever the set."""
     codes, _ = flat_codes(column, label_set.labels)

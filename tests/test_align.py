@@ -6,7 +6,7 @@ import pytest
 
 from corpora import get_reader
 from pipeline.align.alignment import AlignmentError, align_document, align_tables
-from pipeline.labels import LABEL_TO_ID, LABELS
+from pipeline.labels import LABEL_TO_ID, LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import get_language
@@ -53,7 +53,7 @@ def transfer(ref_text, hyp_text, policy="guerreiro", verbalizer="en"):
     result = align_document(
         words, codes, seg_end, hyp_words, policy, get_verbalizer(verbalizer) if verbalizer else None
     )
-    return render(hyp_words, [LABELS[c] for c in result.hyp_codes]), result
+    return render(hyp_words, [LABELS[c] for c in result.hyp_codes], PAPERS), result
 
 
 @pytest.mark.parametrize("ref, hyp, expected", FIGURE_2)

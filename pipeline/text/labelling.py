@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import PAPERS, LabelSet
+from pipeline.labels import LabelSet
 from pipeline.schema import encoded_codes
 from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
 from pipeline.text.languages import Language
@@ -356,7 +356,7 @@ def _word_codes(
     return word_codes, offsets
 
 
-def render(words: list[str], labels: list[str], label_set: LabelSet = PAPERS, script: str | None = None) -> str:
+def render(words: list[str], labels: list[str], label_set: LabelSet, script: str | None = None) -> str:
     """Words and labels back to punctuated text (each label's mark, in ``script``, glued to the word)."""
     marks = label_set.rendered(script)
     return " ".join(w + marks[l] for w, l in zip(words, labels))
