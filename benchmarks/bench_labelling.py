@@ -20,7 +20,7 @@ from _common import corpus_root, save_results
 
 from corpora import get_reader
 from pipeline.engine import writing
-from pipeline.labels import PAPERS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import get_language
@@ -67,7 +67,9 @@ def main() -> None:
         normalized = language.normalize_text(text)
         labelled = label_lines(normalized, language)
         n = len(labelled)
-        out = segments_table("bench", "en", ["d"] * n, np.arange(n, dtype=np.int32), labelled.words, labelled.labels)
+        out = segments_table(
+            "bench", "en", ["d"] * n, np.arange(n, dtype=np.int32), labelled.words, labelled.labels, vocabulary=LABELS
+        )
         writing.write_parquet(out, path)
         return len(pa.compute.list_flatten(out["words"]))
 
@@ -75,7 +77,9 @@ def main() -> None:
 
     def baseline_run(path):
         words, labels = baseline_label(sample)
-        base_table = segments_table("bench", "en", ["d"] * len(words), list(range(len(words))), words, labels)
+        base_table = segments_table(
+            "bench", "en", ["d"] * len(words), list(range(len(words))), words, labels, vocabulary=LABELS
+        )
         writing.write_parquet(base_table, path)
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline.labels import PAPERS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.lexicon import LEXICON_DIR
 from pipeline.text.spoken import speak_table
@@ -192,6 +192,7 @@ def test_speak_table_moves_labels_with_the_words():
         [0, 1],
         [["it", "cost", "$45", "billion"], ["no", "numbers", "here"]],
         [["O", "O", "O", "PERIOD"], ["O", "O", "QUESTION"]],
+        vocabulary=LABELS,
     )
     out, counts = speak_table(table, get_verbalizer("en"), PAPERS)
     assert out["words"].to_pylist()[0] == ["it", "cost", "forty", "five", "billion", "dollars"]
@@ -199,7 +200,7 @@ def test_speak_table_moves_labels_with_the_words():
     assert out["labels"].to_pylist()[1] == ["O", "O", "QUESTION"]
     assert counts["spoken:money"] == 1 and counts["words_spoken"] == 1
     # a PERIOD inside what would be one group keeps the groups apart
-    table = segments_table("c", "en", ["d"], [0], [["$5", "million"]], [["PERIOD", "O"]])
+    table = segments_table("c", "en", ["d"], [0], [["$5", "million"]], [["PERIOD", "O"]], vocabulary=LABELS)
     out, _ = speak_table(table, get_verbalizer("en"), PAPERS)
     assert out["words"].to_pylist() == [["five", "dollars", "million"]]
     assert out["labels"].to_pylist() == [["O", "PERIOD", "O"]]
