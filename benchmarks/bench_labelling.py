@@ -20,6 +20,7 @@ from _common import corpus_root, save_results
 
 from corpora import get_reader
 from pipeline.engine import writing
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import get_language
@@ -54,7 +55,7 @@ def baseline_label(lines: list[str]):
 def main() -> None:
     shared = corpus_root()
     table = get_reader("tsv")([shared / "iwslt_en" / "dev2012.tsv"], lang="en", corpus="dev2012").table
-    lines = [render(w, l) for w, l in zip(table["words"].to_pylist(), table["labels"].to_pylist())]
+    lines = [render(w, l, PAPERS) for w, l in zip(table["words"].to_pylist(), table["labels"].to_pylist())]
     words_once = sum(len(l.split()) for l in lines)
     repeat = -(-TARGET_WORDS // words_once)
     text = "\n".join(lines * repeat)
@@ -66,7 +67,9 @@ def main() -> None:
         normalized = language.normalize_text(text)
         labelled = label_lines(normalized, language)
         n = len(labelled)
-        out = segments_table("bench", "en", ["d"] * n, np.arange(n, dtype=np.int32), labelled.words, labelled.labels)
+        out = segments_table(
+            "bench", "en", ["d"] * n, np.arange(n, dtype=np.int32), labelled.words, labelled.labels, vocabulary=LABELS
+        )
         writing.write_parquet(out, path)
         return len(pa.compute.list_flatten(out["words"]))
 
@@ -74,7 +77,9 @@ def main() -> None:
 
     def baseline_run(path):
         words, labels = baseline_label(sample)
-        base_table = segments_table("bench", "en", ["d"] * len(words), list(range(len(words))), words, labels)
+        base_table = segments_table(
+            "bench", "en", ["d"] * len(words), list(range(len(words))), words, labels, vocabulary=LABELS
+        )
         writing.write_parquet(base_table, path)
 
     with tempfile.TemporaryDirectory() as tmp:

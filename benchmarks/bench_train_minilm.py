@@ -33,6 +33,7 @@ def cased_talks(shared: Path, name: str, corpus: str, split: str) -> pa.Table:
     """Cased TED segments of the raw XML: lowercased words, punctuation labels, case and surface."""
     from corpora.ted_xml import parse
     from pipeline.engine.reading import read_text
+    from pipeline.labels import LABELS
     from pipeline.schema import segments_table
     from pipeline.text.labelling import label_lines
     from pipeline.text.languages import get_language
@@ -50,7 +51,9 @@ def cased_talks(shared: Path, name: str, corpus: str, split: str) -> pa.Table:
                 segs.append(k)
                 words.append(w)
                 labels.append(l)
-    return segments_with_case(segments_table(corpus, "en", docs, segs, words, labels, [split] * len(docs)))
+    return segments_with_case(
+        segments_table(corpus, "en", docs, segs, words, labels, [split] * len(docs), vocabulary=LABELS)
+    )
 
 
 def without_case(table: pa.Table) -> pa.Table:

@@ -26,7 +26,7 @@ from pipeline.engine.reading import read_text
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
-from pipeline.labels import PAPERS, LabelSet
+from pipeline.labels import LabelSet
 from pipeline.schema import segments_table
 from pipeline.text.labelling import case_labels
 from pipeline.text.normalize import replace_controls
@@ -38,7 +38,7 @@ class Options(ReaderOptions):
     pass
 
 
-def parse(text: str, path, label_set: LabelSet = PAPERS) -> tuple[list[list[str]], list[list[str]], Counter]:
+def parse(text: str, path, label_set: LabelSet) -> tuple[list[list[str]], list[list[str]], Counter]:
     """Segments of words and labels (of ``label_set``) from the text of one TSV file."""
     segments_words: list[list[str]] = []
     segments_labels: list[list[str]] = []

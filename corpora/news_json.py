@@ -108,10 +108,8 @@ def _text_of(article: dict, field: str, counts: Counts):
 
 def read(shard: FileShard, language, corpus: str, options: Options) -> StepResult:
     counts = Counts()
-    fields = options.fields
     keep_sources, drop_sources = load_sources(options.sources) if options.sources else (set(), set())
-    keep_sources |= set(options.allow_sources)
-    drop_sources |= set(options.deny_sources)
+    sources = (keep_sources | set(options.allow_sources), drop_sources | set(options.deny_sources))
     patterns = boilerplate_patterns(language.code)
     expected_scripts = {_RE2_TO_SCRIPT.get(s, s) for s in language.scripts}
     doc_ids, seg_ids, columns = [], [], {"words": [], "labels": [], "case": [], "surface": []}
@@ -123,45 +121,12 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         counts.stats["articles"] += 1
         if not isinstance(article, dict):
             raise InputError(f"{path}: article {number} is a {type(article).__name__}, not an object")
-        outlet = str(article.get(fields.source, ""))
-        counts.tally("sources", outlet, "seen")
-        counts.tally("sources", outlet, "kept", 0)
-        if outlet in drop_sources or (keep_sources and outlet not in keep_sources):
-            counts.dropped["source_not_allowed"] += 1
-            continue
-        if (
-            options.language_field
-            and options.languages
-            and article.get(options.language_field) not in options.languages
-        ):
-            counts.dropped["language_field_not_allowed"] += 1
-            continue
-        if fields.text not in article:
-            counts.dropped["missing_text_field"] += 1
-            continue
-        seen_text_field = True
-        text = _text_of(article, fields.text, counts)
+        outlet = str(article.get(options.fields.source, ""))
+        text, has_text_field = _article_text(article, outlet, options, sources, counts)
+        seen_text_field = seen_text_field or has_text_field
         if text is None:
-            counts.dropped["text_not_a_string"] += 1
             continue
-        if not text.strip():
-            counts.dropped["empty_text"] += 1
-            continue
-        if options.include_title and isinstance(article.get(fields.title), str):
-            text = article[fields.title] + "\n" + text
-        paragraphs, seen_paragraphs = [], set()
-        for paragraph in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-            paragraph = paragraph.strip()
-            if not paragraph:
-                continue
-            if any(p.search(paragraph) for p in patterns):
-                counts.dropped["boilerplate_line"] += 1
-                continue
-            if paragraph in seen_paragraphs:
-                counts.dropped["repeated_paragraph"] += 1
-                continue
-            seen_paragraphs.add(paragraph)
-            paragraphs.append(paragraph)
+        paragraphs = _paragraphs(text, patterns, counts)
         if not paragraphs:
             counts.dropped["empty_text"] += 1
             continue
@@ -171,42 +136,21 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
             if script is not None and script not in expected_scripts:
                 counts.dropped["article_in_other_script"] += 1
                 continue
-        labelled = label_lines(lines, language)
-        counts.dropped.update(labelled.dropped)
-        counts.stats.update(labelled.stats)
-        to_id, ends = language.labels.to_id, language.labels.sentence_end_ids
-        sentences, seen_sentences = [], set()
-        for words, labels, case, surface in zip(
-            labelled.words.to_pylist(),
-            labelled.labels.to_pylist(),
-            labelled.case.to_pylist(),
-            labelled.surface.to_pylist(),
-        ):
-            start = 0
-            for i, label in enumerate(labels):
-                if to_id[label] in ends or i == len(labels) - 1:
-                    key = (tuple(words[start : i + 1]), tuple(labels[start : i + 1]))
-                    sentence = (*key, case[start : i + 1], surface[start : i + 1])
-                    start = i + 1
-                    if key in seen_sentences:
-                        counts.dropped["repeated_sentence"] += 1
-                        continue
-                    seen_sentences.add(key)
-                    sentences.append(sentence)
+        sentences = _sentences(label_lines(lines, language), language, counts)
         if len(sentences) <= options.min_sentences:
             counts.dropped["too_few_sentences"] += 1
             continue
         counts.tally("sources", outlet, "kept")
         counts.stats["articles_kept"] += 1
-        doc = str(article.get(fields.id) or f"{Path(path).stem}#{number}")
-        for k, (words, labels, case, surface) in enumerate(sentences):
+        doc = str(article.get(options.fields.id) or f"{Path(path).stem}#{number}")
+        for k, sentence in enumerate(sentences):
             doc_ids.append(doc)
             seg_ids.append(k)
-            for name, value in zip(("words", "labels", "case", "surface"), (words, labels, case, surface)):
+            for name, value in zip(("words", "labels", "case", "surface"), sentence):
                 columns[name].append(list(value))
     if counts.stats["articles"] and not seen_text_field and counts.dropped["missing_text_field"]:
         raise InputError(
-            f"{path}: no article has the text field {fields.text!r}: check the field mapping (fields.text)"
+            f"{path}: no article has the text field {options.fields.text!r}: check the field mapping (fields.text)"
         )
     table = segments_table(
         corpus,
@@ -220,6 +164,81 @@ def read(shard: FileShard, language, corpus: str, options: Options) -> StepResul
         vocabulary=language.labels.labels,
     )
     return StepResult(table, counts)
+
+
+def _article_text(
+    article: dict, outlet: str, options: Options, sources: tuple[set[str], set[str]], counts: Counts
+) -> tuple[str | None, bool]:
+    """The text of an article the filters keep (with its title first where asked), or None, its drop
+    counted; and whether the article got as far as having the text field."""
+    fields = options.fields
+    keep_sources, drop_sources = sources
+    counts.tally("sources", outlet, "seen")
+    counts.tally("sources", outlet, "kept", 0)
+    if outlet in drop_sources or (keep_sources and outlet not in keep_sources):
+        counts.dropped["source_not_allowed"] += 1
+        return None, False
+    if options.language_field and options.languages and article.get(options.language_field) not in options.languages:
+        counts.dropped["language_field_not_allowed"] += 1
+        return None, False
+    if fields.text not in article:
+        counts.dropped["missing_text_field"] += 1
+        return None, False
+    text = _text_of(article, fields.text, counts)
+    if text is None:
+        counts.dropped["text_not_a_string"] += 1
+        return None, True
+    if not text.strip():
+        counts.dropped["empty_text"] += 1
+        return None, True
+    if options.include_title and isinstance(article.get(fields.title), str):
+        text = article[fields.title] + "\n" + text
+    return text, True
+
+
+def _paragraphs(text: str, patterns: list[re.Pattern], counts: Counts) -> list[str]:
+    """The article's non-empty lines, less boilerplate and repeats (each drop counted)."""
+    paragraphs, seen_paragraphs = [], set()
+    for paragraph in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        if any(p.search(paragraph) for p in patterns):
+            counts.dropped["boilerplate_line"] += 1
+            continue
+        if paragraph in seen_paragraphs:
+            counts.dropped["repeated_paragraph"] += 1
+            continue
+        seen_paragraphs.add(paragraph)
+        paragraphs.append(paragraph)
+    return paragraphs
+
+
+def _sentences(labelled, language, counts: Counts) -> list[tuple]:
+    """The labelled lines cut into sentences at PERIOD/QUESTION (words, labels, case, surface each),
+    an article's repeated sentences dropped and counted."""
+    counts.dropped.update(labelled.dropped)
+    counts.stats.update(labelled.stats)
+    to_id, ends = language.labels.to_id, language.labels.sentence_end_ids
+    sentences, seen_sentences = [], set()
+    for words, labels, case, surface in zip(
+        labelled.words.to_pylist(),
+        labelled.labels.to_pylist(),
+        labelled.case.to_pylist(),
+        labelled.surface.to_pylist(),
+    ):
+        start = 0
+        for i, label in enumerate(labels):
+            if to_id[label] in ends or i == len(labels) - 1:
+                key = (tuple(words[start : i + 1]), tuple(labels[start : i + 1]))
+                sentence = (*key, case[start : i + 1], surface[start : i + 1])
+                start = i + 1
+                if key in seen_sentences:
+                    counts.dropped["repeated_sentence"] += 1
+                    continue
+                seen_sentences.add(key)
+                sentences.append(sentence)
+    return sentences
 
 
 def prepare(paths, lang: str, corpus: str, **options):

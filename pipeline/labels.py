@@ -342,7 +342,7 @@ CASE_LABELS: tuple[str, ...] = ("O", "U", "A", "M")
 CASE_TO_ID: dict[str, int] = {label: i for i, label in enumerate(CASE_LABELS)}
 
 
-def count_labels(column, vocabulary: tuple[str, ...] = LABELS) -> dict[str, int]:
+def count_labels(column, vocabulary: tuple[str, ...]) -> dict[str, int]:
     """How many words carry each label in a list<string> column (every label present, 0 when absent)."""
     import pyarrow.compute as pc
 

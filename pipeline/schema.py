@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import SchemaError
-from pipeline.labels import CASE_LABELS, LABELS, PAPERS, LabelSet
+from pipeline.labels import CASE_LABELS, LABELS, LabelSet
 
 SCHEMA_NAME = "punct-segments/2"
 
@@ -78,7 +78,8 @@ def segments_table(
     split: Sequence[str | None] | pa.Array | None = None,
     case: Sequence[Sequence[str]] | pa.Array | None = None,
     surface: Sequence[Sequence[str | None]] | pa.Array | None = None,
-    vocabulary: Sequence[str] = LABELS,
+    *,
+    vocabulary: Sequence[str],
 ) -> pa.Table:
     """Build a segment table from columns (lists or Arrow arrays); case defaults to O, surface to null;
     ``vocabulary``: the labels of its label set.
@@ -100,7 +101,7 @@ def segments_table(
     fields = [field.with_type(column.type) for field, column in zip(SEGMENT_SCHEMA, columns)]
     schema = pa.schema(fields, metadata=SEGMENT_SCHEMA.metadata)
     table = pa.Table.from_arrays(columns, schema=schema)
-    validate(table, vocabulary=vocabulary)
+    validate(table, "segment table", vocabulary)
     return table
 
 
@@ -151,7 +152,7 @@ def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None
         raise SchemaError(f"{where}: unknown {what} {bad!r} (expected one of {', '.join(allowed)})")
 
 
-def validate(table: pa.Table, where: str = "segment table", vocabulary: Sequence[str] = LABELS) -> None:
+def validate(table: pa.Table, where: str, vocabulary: Sequence[str]) -> None:
     """Check the columns, one label, case and surface value per word, and the label vocabularies
     (``vocabulary``: the labels of the table's label set)."""
     missing = [f.name for f in SEGMENT_SCHEMA if f.name not in table.column_names]
@@ -262,7 +263,7 @@ def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.nd
     return lut[indices], list(vocabulary)
 
 
-def papers_codes(column, label_set: LabelSet = PAPERS):
+def papers_codes(column, label_set: LabelSet):
     """The labels of a list column as ids of their papers class (-1: a label not of ``label_set``):
     what stages that count marks or sentence ends (split, oversampling) read, whatever the set."""
     codes, _ = flat_codes(column, label_set.labels)

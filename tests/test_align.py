@@ -6,7 +6,7 @@ import pytest
 
 from corpora import get_reader
 from pipeline.align.alignment import AlignmentError, align_document, align_tables
-from pipeline.labels import LABEL_TO_ID, LABELS
+from pipeline.labels import LABEL_TO_ID, LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import get_language
@@ -53,7 +53,7 @@ def transfer(ref_text, hyp_text, policy="guerreiro", verbalizer="en"):
     result = align_document(
         words, codes, seg_end, hyp_words, policy, get_verbalizer(verbalizer) if verbalizer else None
     )
-    return render(hyp_words, [LABELS[c] for c in result.hyp_codes]), result
+    return render(hyp_words, [LABELS[c] for c in result.hyp_codes], PAPERS), result
 
 
 @pytest.mark.parametrize("ref, hyp, expected", FIGURE_2)
@@ -93,7 +93,9 @@ def test_mark_on_deleted_word_goes_before_recognized_right_word():
 
 def _table(corpus, doc_words, labels=None, doc="d"):
     labels = labels or [["O"] * len(w) for w in doc_words]
-    return segments_table(corpus, "en", [doc] * len(doc_words), list(range(len(doc_words))), doc_words, labels)
+    return segments_table(
+        corpus, "en", [doc] * len(doc_words), list(range(len(doc_words))), doc_words, labels, vocabulary=LABELS
+    )
 
 
 def test_empty_hypothesis_fails_unless_forced():
@@ -136,15 +138,38 @@ def test_mismatched_documents_flagged_by_wer():
 
 def test_documents_paired_by_id_or_order():
     ref = segments_table(
-        "ref", "en", ["a", "b"], [0, 0], [["one", "two"], ["three", "four"]], [["O", "PERIOD"], ["O", "QUESTION"]]
+        "ref",
+        "en",
+        ["a", "b"],
+        [0, 0],
+        [["one", "two"], ["three", "four"]],
+        [["O", "PERIOD"], ["O", "QUESTION"]],
+        vocabulary=LABELS,
     )
-    hyp = segments_table("hyp", "en", ["b", "a"], [0, 0], [["three", "four"], ["one", "two"]], [["O", "O"], ["O", "O"]])
+    hyp = segments_table(
+        "hyp",
+        "en",
+        ["b", "a"],
+        [0, 0],
+        [["three", "four"], ["one", "two"]],
+        [["O", "O"], ["O", "O"]],
+        vocabulary=LABELS,
+    )
     out, _ = align_tables(ref, hyp)
     assert out["labels"].to_pylist() == [["O", "QUESTION"], ["O", "PERIOD"]]
     with pytest.raises(AlignmentError, match="no reference document of the same id"):
-        align_tables(ref, segments_table("hyp", "en", ["a", "zzz"], [0, 0], [["one"], ["two"]], [["O"], ["O"]]))
+        align_tables(
+            ref,
+            segments_table("hyp", "en", ["a", "zzz"], [0, 0], [["one"], ["two"]], [["O"], ["O"]], vocabulary=LABELS),
+        )
     by_order = segments_table(
-        "hyp", "en", ["x", "y"], [0, 0], [["one", "two"], ["three", "four"]], [["O", "O"], ["O", "O"]]
+        "hyp",
+        "en",
+        ["x", "y"],
+        [0, 0],
+        [["one", "two"], ["three", "four"]],
+        [["O", "O"], ["O", "O"]],
+        vocabulary=LABELS,
     )
     out, _ = align_tables(ref, by_order, pair_by="order")
     assert out["labels"].to_pylist() == [["O", "PERIOD"], ["O", "QUESTION"]]

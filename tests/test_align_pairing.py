@@ -14,6 +14,7 @@ from pipeline.align.alignment import AlignmentError, align_datasets, align_table
 from pipeline.align.pairing import pair, read_pairs
 from pipeline.engine import reading
 from pipeline.errors import InputError, ParamsError
+from pipeline.labels import LABELS
 from pipeline.schema import segments_table
 from stages import align as align_stage
 
@@ -160,6 +161,7 @@ def _sides(tmp_path):
         [0, 0],
         [["hello", "there", "friend"], ["how", "are", "you"]],
         [["O", "COMMA", "PERIOD"], ["O", "O", "QUESTION"]],
+        vocabulary=LABELS,
     )
     hyp = segments_table(
         "asr",
@@ -168,6 +170,7 @@ def _sides(tmp_path):
         [0, 0, 0],
         [["how", "are", "you"], ["hello", "there", "friend"], ["stray", "words"]],
         [["O"] * 3, ["O"] * 3, ["O"] * 2],
+        vocabulary=LABELS,
     )
     write_dataset(ref, tmp_path / "ref.parquet")
     write_dataset(hyp, tmp_path / "hyp.parquet")

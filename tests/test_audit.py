@@ -1,6 +1,7 @@
 import numpy as np
 
 from pipeline.audit.stats import audit, sentence_lengths
+from pipeline.labels import LABELS
 from pipeline.schema import segments_table
 
 
@@ -12,6 +13,7 @@ def test_sentence_lengths_span_segments_not_documents():
         [0, 1, 0],
         [["w1", "w2"], ["w3", "w4", "w5"], ["x1", "x2", "x3"]],
         [["O", "O"], ["PERIOD", "O", "QUESTION"], ["O", "PERIOD", "O"]],
+        vocabulary=LABELS,
     )
     # doc a: w1..w3 (3 words) and w4..w5 (2); doc b: x1..x2 (2); x3 ends no sentence
     assert sentence_lengths(table).tolist() == [3, 2, 2]
@@ -22,9 +24,9 @@ def test_sentence_lengths_span_segments_not_documents():
 
 
 def test_empty_table_and_missing_labels():
-    empty = segments_table("c", "en", [], [], [], [])
+    empty = segments_table("c", "en", [], [], [], [], vocabulary=LABELS)
     summary = audit([empty])["(empty)"]
     assert summary["words"] == 0 and summary["labels"] == {"O": 0, "COMMA": 0, "PERIOD": 0, "QUESTION": 0}
     assert summary["sentence_length"]["mean"] == summary["sentence_length"]["std"] == 0.0
-    no_end = segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O", "COMMA"]])
+    no_end = segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O", "COMMA"]], vocabulary=LABELS)
     assert audit([no_end])["c"]["sentence_length"]["mean"] == 0.0

@@ -12,6 +12,7 @@ from corpora import get_reader
 from pipeline.audit.html import report_html, table1_markdown
 from pipeline.audit.reports import write_outputs
 from pipeline.audit.stats import audit
+from pipeline.labels import LABELS
 from pipeline.schema import segments_table
 
 # Alam et al. 2020, Table 1 rows (as printed) and Table 2 (mean, std)
@@ -80,6 +81,7 @@ def _table(corpus, rows):
         [r[2] for r in rows],
         [r[3] for r in rows],
         [r[1] for r in rows],
+        vocabulary=LABELS,
     )
 
 
@@ -108,7 +110,9 @@ def test_splits_drift_oov_leakage():
 
 def test_per_language_breakdown():
     en = _table("multi", [("a", "train", ["so", "what"], ["O", "QUESTION"])])
-    ms = segments_table("multi", "ms", ["b"], [0], [["ya", "betul", "itu"]], [["COMMA", "O", "PERIOD"]], ["train"])
+    ms = segments_table(
+        "multi", "ms", ["b"], [0], [["ya", "betul", "itu"]], [["COMMA", "O", "PERIOD"]], ["train"], vocabulary=LABELS
+    )
     result = audit([pa.concat_tables([en, ms])])["multi"]
     assert result["by_language"]["en"]["labels"]["QUESTION"] == 1
     assert result["by_language"]["ms"]["words"] == 3
@@ -116,7 +120,7 @@ def test_per_language_breakdown():
 
 
 def test_bad_input_is_reported_not_a_crash(tmp_path):
-    empty = segments_table("empty", "en", [], [], [], [])
+    empty = segments_table("empty", "en", [], [], [], [], vocabulary=LABELS)
     no_question = _table("nq", [("a", None, ["hello", "there"], ["COMMA", "PERIOD"])])
     result = audit([empty, no_question], expected_splits=())
     assert result["(empty)"]["words"] == 0 and result["(empty)"]["label_shares"]["O"] == 0.0

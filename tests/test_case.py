@@ -20,7 +20,7 @@ from pipeline.align.alignment import align_document, align_tables
 from pipeline.audit.stats import audit
 from pipeline.datasets.export import export_datasets
 from pipeline.ingest import plan, reader_module
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, RENDERED_MARK
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, RENDERED_MARK
 from pipeline.schema import concat, segments_table, with_column
 from pipeline.text.case import apply_case
 from pipeline.text.labelling import label_lines
@@ -278,9 +278,18 @@ def test_case_of_a_number_spoken_as_words_is_dropped():
 
 def test_hypothesis_case_is_replaced_and_said():
     ref = segments_table(
-        "r", "en", ["d"], [0], [["anna", "met", "nasa"]], [["O", "O", "PERIOD"]], case=[["U", "O", "A"]]
+        "r",
+        "en",
+        ["d"],
+        [0],
+        [["anna", "met", "nasa"]],
+        [["O", "O", "PERIOD"]],
+        case=[["U", "O", "A"]],
+        vocabulary=LABELS,
     )
-    hyp = segments_table("h", "en", ["d"], [0], [["anna", "met", "nasa"]], [["O"] * 3], case=[["O", "U", "O"]])
+    hyp = segments_table(
+        "h", "en", ["d"], [0], [["anna", "met", "nasa"]], [["O"] * 3], case=[["O", "U", "O"]], vocabulary=LABELS
+    )
     out, report = align_tables(ref, hyp)
     assert flat(out, "case") == ["U", "O", "A"]
     assert report["ignored_hypothesis_case"] == 1
@@ -329,7 +338,7 @@ def asr_like(ref: pa.Table, verbalizer, seed: int = 0) -> tuple[pa.Table, list[s
             truth += [label for _, _, label, _ in chunk]
             forms += [form for *_, form in chunk]
     labels = pa.array([["O"] * len(s) for s in segments], pa.list_(pa.string()))
-    return segments_table("asr", "en", doc_ids, seg_ids, segments, labels), kinds, truth, forms
+    return segments_table("asr", "en", doc_ids, seg_ids, segments, labels, vocabulary=LABELS), kinds, truth, forms
 
 
 def test_ted_talks_onto_an_asr_like_transcript(ted):

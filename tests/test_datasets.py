@@ -16,6 +16,7 @@ from pipeline.datasets.oversample import oversample_dataset
 from pipeline.datasets.sequences import build_sequences, train_tokenizer, words_from_sequences
 from pipeline.datasets.split import SplitInput, split_dataset
 from pipeline.engine.reading import read_segments
+from pipeline.labels import LABELS
 from pipeline.params import OversampleParams, SplitParams
 from pipeline.schema import segments_table, with_column
 
@@ -53,7 +54,9 @@ def test_splits_are_stable_and_disjoint(news, tmp_path):
     per_doc = _doc_splits(first)
     assert all(len(s) == 1 for s in per_doc.values())  # a document lies in one split
     # old documents keep their split when others are added
-    extra = segments_table("x", "bn", [f"new-{i}" for i in range(50)], [0] * 50, [["ক"]] * 50, [["PERIOD"]] * 50)
+    extra = segments_table(
+        "x", "bn", [f"new-{i}" for i in range(50)], [0] * 50, [["ক"]] * 50, [["PERIOD"]] * 50, vocabulary=LABELS
+    )
     more, _ = _split([news, extra], ratios, tmp_path, "more")
     again = _doc_splits(more)
     assert all(again[d] == per_doc[d] for d in per_doc)
@@ -221,6 +224,7 @@ def test_duplicate_report_and_drop(tmp_path):
         [0, 0, 0],
         [["hello", "there"], ["hello", "there"], ["bye"]],
         [["O", "PERIOD"], ["O", "PERIOD"], ["PERIOD"]],
+        vocabulary=LABELS,
     )
     fixed = {0: "train", 1: "test", 2: "dev"}
     parts = [table.slice(i, 1) for i in range(3)]

@@ -20,6 +20,7 @@ from pipeline.engine.dataset import read_rows, row_shards
 from pipeline.engine.reading import read_segments
 from pipeline.engine.writing import write_parquet
 from pipeline.errors import InputError
+from pipeline.labels import LABELS
 from pipeline.operations.audit import audit
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 from pipeline.schema import concat, segments_table, with_column
@@ -40,7 +41,9 @@ def asr_like(table: pa.Table) -> pa.Table:
             out.append("uh" if position % 17 == 0 else w)
         words.append(out)
     labels = pa.array([["O"] * len(w) for w in words], pa.list_(pa.string()))
-    return segments_table("talks_asr", "en", table["doc_id"], table["seg_id"], pa.array(words), labels)
+    return segments_table(
+        "talks_asr", "en", table["doc_id"], table["seg_id"], pa.array(words), labels, vocabulary=LABELS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +110,7 @@ def test_align_checks_the_whole_corpus_before_writing(talks, tmp_path):
             engine=engine,
         )
     assert list(tmp_path.iterdir()) == []  # no output, no staging, no lock left
-    stray = segments_table("x", "en", ["no-such-talk"], [0], [["hello", "world"]], [["O", "O"]])
+    stray = segments_table("x", "en", ["no-such-talk"], [0], [["hello", "world"]], [["O", "O"]], vocabulary=LABELS)
     write_dataset(concat([hyp, stray]), tmp_path / "stray.parquet")
     with pytest.raises(AlignmentError, match="no-such-talk"):
         align_datasets(

@@ -13,6 +13,7 @@ import pytest
 from pipeline.audit.stats import TableShard, aggregate, audit
 from pipeline.engine.executor import executor
 from pipeline.ingest import id_suffixes, ingest, ingest_table
+from pipeline.labels import LABELS
 from pipeline.schema import segments_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +116,7 @@ def _split_table(corpus: str, lang: str, rows) -> pa.Table:
         [words for _, _, words in rows],
         [["O"] * (len(words) - 1) + ["PERIOD"] for _, _, words in rows],
         [split for _, split, _ in rows],
+        vocabulary=LABELS,
     )
 
 

@@ -5,11 +5,14 @@ import pytest
 
 from pipeline import errors
 from pipeline.engine import reading, writing
+from pipeline.labels import LABELS
 from pipeline.schema import SchemaError, segments_table
 
 
 def sample_table():
-    return segments_table("c", "en", ["d", "d"], [0, 1], [["a", "b"], ["c"]], [["O", "PERIOD"], ["QUESTION"]])
+    return segments_table(
+        "c", "en", ["d", "d"], [0, 1], [["a", "b"], ["c"]], [["O", "PERIOD"], ["QUESTION"]], vocabulary=LABELS
+    )
 
 
 def test_parquet_round_trip_and_determinism(tmp_path):
@@ -43,9 +46,9 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
 
 def test_schema_checks():
     with pytest.raises(SchemaError, match="row 0 has 2 words but 1 labels"):
-        segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O"]])
+        segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O"]], vocabulary=LABELS)
     with pytest.raises(SchemaError, match="unknown label 'BANG'"):
-        segments_table("c", "en", ["d"], [0], [["a"]], [["BANG"]])
+        segments_table("c", "en", ["d"], [0], [["a"]], [["BANG"]], vocabulary=LABELS)
 
 
 def test_not_a_parquet(tmp_path):
@@ -71,8 +74,10 @@ def test_encoded_label_columns_write_the_bytes_of_plain_ones(tmp_path):
         plain = pa.array(lists, pa.list_(pa.string()))
         return pa.ListArray.from_arrays(plain.offsets, pc.dictionary_encode(plain.values))
 
-    plain = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, labels, case=case)
-    coded = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, encoded(labels), case=encoded(case))
+    plain = segments_table("c", "en", ["d"] * 3, [0, 1, 2], words, labels, case=case, vocabulary=LABELS)
+    coded = segments_table(
+        "c", "en", ["d"] * 3, [0, 1, 2], words, encoded(labels), case=encoded(case), vocabulary=LABELS
+    )
     assert pa.types.is_dictionary(coded.schema.field("labels").type.value_type)
     writing.write_parquet(plain, tmp_path / "plain.parquet")
     writing.write_parquet(coded, tmp_path / "coded.parquet")
@@ -88,6 +93,8 @@ def test_schema_checks_the_labels_an_encoded_column_uses():
         values = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
         return pa.ListArray.from_arrays(pa.array([0, len(indices)], pa.int32()), values)
 
-    assert segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 0]))["labels"].to_pylist() == [["O", "O"]]
+    assert segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 0]), vocabulary=LABELS)[
+        "labels"
+    ].to_pylist() == [["O", "O"]]
     with pytest.raises(SchemaError, match="unknown label 'BANG'"):
-        segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 1]))
+        segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 1]), vocabulary=LABELS)

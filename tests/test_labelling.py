@@ -1,5 +1,6 @@
 import pytest
 
+from pipeline.labels import PAPERS
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import UnknownLanguageError, get_language
 
@@ -78,7 +79,7 @@ def test_marks_do_not_cross_lines():
 
 def test_render_round_trip():
     words, labels = ["so", "why", "not", "now"], ["COMMA", "O", "QUESTION", "PERIOD"]
-    text = render(words, labels)
+    text = render(words, labels, PAPERS)
     assert text == "so, why not? now."
     out = label_lines([text], get_language("en"))
     assert out.words[0].as_py() == words and out.labels[0].as_py() == labels

@@ -14,6 +14,7 @@ from corpora.news_json import load_sources
 from corpora.ted_xml import prepare as prepare_ted
 from pipeline.audit.stats import audit
 from pipeline.errors import InputError, ParamsError
+from pipeline.labels import PAPERS
 from pipeline.text.labelling import label_lines
 from pipeline.text.languages import UnknownLanguageError, get_language
 from pipeline.text.scripts import dominant_script
@@ -37,7 +38,7 @@ def _read(name, entry, shared):
     paths = sorted(glob.glob(str(source / pattern))) if os.path.isdir(source) else [source]
     prepared = get_reader(reader)(paths, lang=lang, corpus=name, **entry)
     if spoken:
-        prepared.table, _ = speak_table(prepared.table, get_verbalizer(lang))
+        prepared.table, _ = speak_table(prepared.table, get_verbalizer(lang), PAPERS)
     return prepared
 
 
@@ -178,7 +179,7 @@ def _write(tmp_path, text):
 
 def test_spoken_form_keeps_the_mark_on_the_last_word():
     table = get_reader("text")([ROOT / "corpora/samples/ms/ayat.txt"], lang="ms", corpus="ms").table
-    spoken, counts = speak_table(table, get_verbalizer("ms"))
+    spoken, counts = speak_table(table, get_verbalizer("ms"), PAPERS)
     flat = [w for ws in spoken["words"].to_pylist() for w in ws]
     assert "ringgit" in flat and "peratus" in flat and "titik" in flat
     assert counts["words_spoken"] >= 4

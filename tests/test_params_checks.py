@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from pipeline import params as P
 from pipeline.errors import ParamsError
+from pipeline.labels import LABELS
 
 SAMPLE = "corpora/samples/en/talks.txt"
 
@@ -101,7 +102,9 @@ def _docs_table(n_docs: int) -> pa.Table:
 
     words = [["a", "b", "c"]] * n_docs
     labels = [["O", "O", "PERIOD"]] * n_docs
-    return segments_table("c", "en", [f"d{i}" for i in range(n_docs)], np.zeros(n_docs, np.int64), words, labels)
+    return segments_table(
+        "c", "en", [f"d{i}" for i in range(n_docs)], np.zeros(n_docs, np.int64), words, labels, vocabulary=LABELS
+    )
 
 
 @pytest.mark.parametrize("strict", [False, True])

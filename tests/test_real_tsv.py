@@ -7,6 +7,7 @@ import pytest
 
 from corpora import get_reader
 from pipeline.audit.stats import audit
+from pipeline.labels import PAPERS
 from pipeline.text.labelling import label_lines, render
 from pipeline.text.languages import get_language
 
@@ -80,7 +81,7 @@ def test_round_trip_through_text(ingested, name):
     language = get_language(lang)
     table = ingested[name].table
     words, labels = table["words"].to_pylist(), table["labels"].to_pylist()
-    lines = [render(w, l) for w, l in zip(words, labels)]
+    lines = [render(w, l, PAPERS) for w, l in zip(words, labels)]
     relabelled = label_lines(pa.array(lines), language)
     back_words, back_labels = relabelled.words.to_pylist(), relabelled.labels.to_pylist()
     explained, unexplained = Counter(), []

@@ -9,7 +9,7 @@ from support.training import NO_DROPOUT, TINY, as_documents, dataset, tokenizer_
 
 from pipeline.datasets.sequences import build_sequences
 from pipeline.errors import InputError
-from pipeline.labels import CASE_TO_ID, LABEL_TO_ID
+from pipeline.labels import CASE_TO_ID, LABEL_TO_ID, LABELS
 from pipeline.training.inference import punctuate_words
 from pipeline.training.loop import predict_sequences, train
 from pipeline.training.metrics import case_scores, merged_scores, scores
@@ -235,7 +235,9 @@ def test_language_mixing_by_temperature():
     from pipeline.schema import segments_table
     from pipeline.training.loop import mix_languages
 
-    table = segments_table("c", "en", [f"d{i}" for i in range(100)], [0] * 100, [["w"]] * 100, [["O"]] * 100)
+    table = segments_table(
+        "c", "en", [f"d{i}" for i in range(100)], [0] * 100, [["w"]] * 100, [["O"]] * 100, vocabulary=LABELS
+    )
     table = table.set_column(1, "lang", pa.array(["en"] * 90 + ["ms"] * 10))
     same = mix_languages(table, {"temperature": 1.0}, 0, 1)
     assert same["lang"].to_pylist().count("ms") == 10

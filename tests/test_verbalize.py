@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.lexicon import LEXICON_DIR
 from pipeline.text.spoken import speak_table
@@ -191,19 +192,20 @@ def test_speak_table_moves_labels_with_the_words():
         [0, 1],
         [["it", "cost", "$45", "billion"], ["no", "numbers", "here"]],
         [["O", "O", "O", "PERIOD"], ["O", "O", "QUESTION"]],
+        vocabulary=LABELS,
     )
-    out, counts = speak_table(table, get_verbalizer("en"))
+    out, counts = speak_table(table, get_verbalizer("en"), PAPERS)
     assert out["words"].to_pylist()[0] == ["it", "cost", "forty", "five", "billion", "dollars"]
     assert out["labels"].to_pylist()[0] == ["O", "O", "O", "O", "O", "PERIOD"]
     assert out["labels"].to_pylist()[1] == ["O", "O", "QUESTION"]
     assert counts["spoken:money"] == 1 and counts["words_spoken"] == 1
     # a PERIOD inside what would be one group keeps the groups apart
-    table = segments_table("c", "en", ["d"], [0], [["$5", "million"]], [["PERIOD", "O"]])
-    out, _ = speak_table(table, get_verbalizer("en"))
+    table = segments_table("c", "en", ["d"], [0], [["$5", "million"]], [["PERIOD", "O"]], vocabulary=LABELS)
+    out, _ = speak_table(table, get_verbalizer("en"), PAPERS)
     assert out["words"].to_pylist() == [["five", "dollars", "million"]]
     assert out["labels"].to_pylist() == [["O", "PERIOD", "O"]]
     empty = table.slice(0, 0)
-    assert speak_table(empty, get_verbalizer("en"))[0].num_rows == 0
+    assert speak_table(empty, get_verbalizer("en"), PAPERS)[0].num_rows == 0
     assert isinstance(out, pa.Table)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, PAPERS, LabelSet
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, LabelSet
 from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
 from pipeline.text.normalize import non_ascii_rows
@@ -26,8 +26,8 @@ class Labelled:
     labels: pa.ListArray
     case: pa.ListArray
     surface: pa.ListArray
+    label_set: LabelSet
     dropped: Counter = field(default_factory=Counter)
-    label_set: LabelSet = PAPERS
     #: facts worth a count that lose nothing (abbreviations read as sentence ends, or left unresolved)
     stats: Counter = field(default_factory=Counter)
 

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import PAPERS, LabelSet
+from pipeline.labels import LabelSet
 from pipeline.schema import encoded_codes
 from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
 from pipeline.text.languages import Language
@@ -219,19 +219,7 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         return protocols.label_lines(lines, language, documents)
     table = language.punctuation
     lines = _separate_glued_marks(lines, table)
-    if language.tokenize is not None:
-        tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
-    else:
-        # normalized lines hold no whitespace but ASCII's: the ASCII split (1.6x faster) is exact
-        split = pc.utf8_split_whitespace if _has_unicode_space(lines) else pc.ascii_split_whitespace
-        tokens_per_line = split(lines)
-        if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
-            # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
-            # that byte (whatever memory holds) is >= 0x80, the string's final space stays on its
-            # last token (seen on Bangla news articles ending in "। "); the RE2 split is exact,
-            # slower, and only needed then (or for the ASCII separators 0x1c-0x1f, which only the
-            # UTF-8 split knows)
-            tokens_per_line = pc.split_pattern_regex(lines, _WHITESPACE_RUN)
+    tokens_per_line = _tokens_per_line(lines, language)
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)
     dropped: Counter = Counter()
@@ -242,67 +230,19 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         tokens = _strip_openers(tokens, "".join(sorted(table.openers)))
     body = pc.utf8_rtrim(tokens, characters=table.trailing_chars)
     body_len = _byte_lengths(body)
-    has_tail = np.flatnonzero(body_len != _byte_lengths(tokens))
-    codes = np.zeros(len(tokens), dtype=np.int8)
-    abbreviation_rows = np.zeros(0, dtype=np.int64)
-    before_name = np.zeros(0, dtype=bool)
-
-    if len(has_tail):
-        marked_body = body.take(pa.array(has_tail))
-        tails = _suffixes(tokens, has_tail, body_len[has_tail])
-        # abbreviations keep one period of their tail
-        abbrev = pc.and_(
-            pc.starts_with(tails, "."),
-            pc.or_(
-                pc.is_in(
-                    pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
-                    value_set=pa.array(sorted(language.abbreviations), pa.string()),
-                ),
-                pc.match_substring_regex(marked_body, _INITIALISM),
-            ),
-        )
-        if pc.any(abbrev).as_py():
-            tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
-            rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
-            abbreviation_rows = rows
-            before_name = _before_name(marked_body.filter(abbrev), language)
-            body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
-            body_len[rows] += 1
-        encoded = tails.dictionary_encode()
-        to_id = table.labels.to_id
-        tail_codes = np.array([to_id[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
-        codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
+    codes, body, abbreviation_rows, before_name = _trailing_marks(tokens, body, body_len, language)
 
     is_word = body_len > 0
     stats: Counter = Counter()
     other = np.zeros(len(codes), dtype=bool)
     if language.drop_other_scripts and language.scripts and not keep_other_scripts:
-        # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
-        other = _other_script(body, language.scripts) & is_word
-        if other.any():
-            dropped["word_in_other_script"] += int(other.sum())
-            # by script: ingest refuses a corpus mostly in another script than its language's
-            for script, n in script_tally(body.filter(pa.array(other))).items():
-                stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
-            is_word = is_word & ~other
+        other = _drop_other_scripts(body, is_word, language.scripts, dropped, stats)
+        is_word = is_word & ~other
     if len(abbreviation_rows):
         # the label the period would give, were the word no abbreviation
         period = table.labels.to_id[table.label_of(".")]
         _abbreviation_ends(lines, body, token_offsets, codes, is_word, abbreviation_rows, before_name, period, stats)
-    word_codes = codes[is_word]
-    # words before each token, and the new list offsets: one cumulative sum serves both
-    words_before = np.zeros(len(codes) + 1, dtype=np.int64)
-    np.cumsum(is_word.view(np.int8), out=words_before[1:])
-    offsets = words_before[token_offsets]
-    loose = np.flatnonzero(~is_word & (codes > 0))
-    if len(loose):
-        # a mark standing alone labels the last word before it on the same line
-        line = np.searchsorted(token_offsets, loose, side="right") - 1
-        owner = words_before[loose] - 1
-        attached = owner >= offsets[line]
-        np.maximum.at(word_codes, owner[attached], codes[loose[attached]])
-        if (~attached).any():
-            dropped["mark_without_word_before_it"] += int((~attached).sum())
+    word_codes, offsets = _word_codes(codes, is_word, token_offsets, dropped)
     n_bare = int((~is_word & (codes == 0) & nonempty & ~other).sum())
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
@@ -323,7 +263,100 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     )
 
 
-def render(words: list[str], labels: list[str], label_set: LabelSet = PAPERS, script: str | None = None) -> str:
+def _tokens_per_line(lines: pa.Array, language: Language) -> pa.ListArray:
+    """Each line's tokens: by the language's tokenizer, else split at whitespace."""
+    if language.tokenize is not None:
+        return pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+    # normalized lines hold no whitespace but ASCII's: the ASCII split (1.6x faster) is exact
+    split = pc.utf8_split_whitespace if _has_unicode_space(lines) else pc.ascii_split_whitespace
+    tokens_per_line = split(lines)
+    if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
+        # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
+        # that byte (whatever memory holds) is >= 0x80, the string's final space stays on its
+        # last token (seen on Bangla news articles ending in "। "); the RE2 split is exact,
+        # slower, and only needed then (or for the ASCII separators 0x1c-0x1f, which only the
+        # UTF-8 split knows)
+        tokens_per_line = pc.split_pattern_regex(lines, _WHITESPACE_RUN)
+    return tokens_per_line
+
+
+def _trailing_marks(
+    tokens: pa.Array, body: pa.Array, body_len: np.ndarray, language: Language
+) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray]:
+    """The label code of each token's trailing marks (``body``: the tokens without them).
+
+    Abbreviations keep one period of their tail in their body (``body_len`` grows in place).
+    Returns the codes, the bodies, the abbreviations' rows and which of them come before a name."""
+    table = language.punctuation
+    has_tail = np.flatnonzero(body_len != _byte_lengths(tokens))
+    codes = np.zeros(len(tokens), dtype=np.int8)
+    abbreviation_rows = np.zeros(0, dtype=np.int64)
+    before_name = np.zeros(0, dtype=bool)
+    if not len(has_tail):
+        return codes, body, abbreviation_rows, before_name
+    marked_body = body.take(pa.array(has_tail))
+    tails = _suffixes(tokens, has_tail, body_len[has_tail])
+    # abbreviations keep one period of their tail
+    abbrev = pc.and_(
+        pc.starts_with(tails, "."),
+        pc.or_(
+            pc.is_in(
+                pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
+                value_set=pa.array(sorted(language.abbreviations), pa.string()),
+            ),
+            pc.match_substring_regex(marked_body, _INITIALISM),
+        ),
+    )
+    if pc.any(abbrev).as_py():
+        tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
+        rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
+        abbreviation_rows = rows
+        before_name = _before_name(marked_body.filter(abbrev), language)
+        body = _patch(body, rows, pc.binary_join_element_wise(marked_body.filter(abbrev), ".", ""))
+        body_len[rows] += 1
+    encoded = tails.dictionary_encode()
+    to_id = table.labels.to_id
+    tail_codes = np.array([to_id[table.label_of(t)] for t in encoded.dictionary.to_pylist()], dtype=np.int8)
+    codes[has_tail] = tail_codes[encoded.indices.to_numpy(zero_copy_only=False)]
+    return codes, body, abbreviation_rows, before_name
+
+
+def _drop_other_scripts(
+    body: pa.Array, is_word: np.ndarray, scripts: tuple[str, ...], dropped: Counter, stats: Counter
+) -> np.ndarray:
+    """The words in another script than ``scripts``, counted as dropped (and by script in ``stats``)."""
+    # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
+    other = _other_script(body, scripts) & is_word
+    if other.any():
+        dropped["word_in_other_script"] += int(other.sum())
+        # by script: ingest refuses a corpus mostly in another script than its language's
+        for script, n in script_tally(body.filter(pa.array(other))).items():
+            stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
+    return other
+
+
+def _word_codes(
+    codes: np.ndarray, is_word: np.ndarray, token_offsets: np.ndarray, dropped: Counter
+) -> tuple[np.ndarray, np.ndarray]:
+    """The label code of each word, with the marks standing alone attached; and the words' list offsets."""
+    word_codes = codes[is_word]
+    # words before each token, and the new list offsets: one cumulative sum serves both
+    words_before = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(is_word.view(np.int8), out=words_before[1:])
+    offsets = words_before[token_offsets]
+    loose = np.flatnonzero(~is_word & (codes > 0))
+    if len(loose):
+        # a mark standing alone labels the last word before it on the same line
+        line = np.searchsorted(token_offsets, loose, side="right") - 1
+        owner = words_before[loose] - 1
+        attached = owner >= offsets[line]
+        np.maximum.at(word_codes, owner[attached], codes[loose[attached]])
+        if (~attached).any():
+            dropped["mark_without_word_before_it"] += int((~attached).sum())
+    return word_codes, offsets
+
+
+def render(words: list[str], labels: list[str], label_set: LabelSet, script: str | None = None) -> str:
     """Words and labels back to punctuated text (each label's mark, in ``script``, glued to the word)."""
     marks = label_set.rendered(script)
     return " ".join(w + marks[l] for w, l in zip(words, labels))

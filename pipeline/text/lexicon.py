@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.labels import DEFAULT_LABEL_SET, PAPERS_CLASSES, LabelSet, label_set
+from pipeline.labels import PAPERS_CLASSES, LabelSet, label_set
 
 #: the data package ``lexicons`` (package data of the installed project, or the checkout's folder)
 LEXICON_DIR = Path(str(importlib.resources.files("lexicons")))
@@ -67,7 +67,7 @@ def read_tsv_rows(path: Path, n_fields: int) -> list[tuple[int, list[str]]]:
 
 
 @functools.cache
-def punctuation_table(lang: str, labels: str = DEFAULT_LABEL_SET) -> PunctuationTable:
+def punctuation_table(lang: str, labels: str) -> PunctuationTable:
     """The mark table of ``lang`` (the common table, then the language's rows) in the label set
     ``labels``: the set's mark rows relabel its marks; every other mark keeps its table label,
     which the set must have."""

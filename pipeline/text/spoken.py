@@ -15,11 +15,11 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import PAPERS, LabelSet
+from pipeline.labels import LabelSet
 from pipeline.schema import segments_table
 
 
-def speak_table(table: pa.Table, verbalizer, label_set: LabelSet = PAPERS) -> tuple[pa.Table, Counter]:
+def speak_table(table: pa.Table, verbalizer, label_set: LabelSet) -> tuple[pa.Table, Counter]:
     """The table with every group of words a grammar reads replaced by its spoken form.
 
     Counts: ``spoken:<class>`` and ``left_written:<reason>`` per group (see

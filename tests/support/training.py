@@ -73,6 +73,7 @@ def cased_ted(shared: Path, name: str = "IWSLT12.TALK.dev2010.en-fr.en.xml", cor
     """Cased TED segments from the raw XML: lowercased words, punctuation labels, case and surface columns."""
     from corpora.ted_xml import parse
     from pipeline.engine.reading import read_text
+    from pipeline.labels import LABELS
     from pipeline.schema import segments_table
     from pipeline.text.labelling import label_lines
     from pipeline.text.languages import get_language
@@ -90,7 +91,7 @@ def cased_ted(shared: Path, name: str = "IWSLT12.TALK.dev2010.en-fr.en.xml", cor
                 segs.append(k)
                 words.append(w)
                 labels.append(l)
-    table = segments_table(corpus, "en", docs, segs, words, labels, ["train"] * len(docs))
+    table = segments_table(corpus, "en", docs, segs, words, labels, ["train"] * len(docs), vocabulary=LABELS)
     return segments_with_case(table)
 
 

@@ -92,40 +92,93 @@ def indian_cardinal(folder: Path, crores_as_number: bool = False) -> dict[str, p
 def build_indian(folder: Path, letters: pynini.Fst, crores_as_number: bool = False) -> dict[str, pynini.Fst]:
     """Every class the language's word lists support, keyed by grammar name (see the language modules)."""
     w = words_tsv(folder)
+    n = _numbers(folder, w, crores_as_number)
+    integer, decimal, amount = n["integer"], n["decimal"], n["amount"]
+    out: dict[str, pynini.Fst] = {}
+    year_words = _year_words(w, n)
+    before = accep_any(tsv_words(folder / "year_before.tsv"))
+    after = accep_any(tsv_words(folder / "year_after.tsv"))
+    out["year"] = (before + SEP + year_words | year_words + SEP + after).optimize()
+    out["date"] = _date(folder, n, year_words)
+    phone = _phone(folder, w, n)
+    if phone is not None:
+        out["phone"] = phone
+    if "hours" in w:
+        out["time"] = _time(folder, w, integer)
+    out["money"] = _money(folder, n)
+    if (folder / "units.tsv").exists():
+        out["measure"] = _measure(folder, w, n)
+    out["percent"] = (
+        amount + (pynini.cross("%", f" {w['percent']}") | SEP + pynini.cross("%", w["percent"]))
+    ).optimize()
+    if (folder / "fractions.tsv").exists():
+        out["fraction"] = _fraction(folder, w, integer)
+    # ordinals: 21वीं -> इक्कीसवीं (Hindi); ১ম -> প্রথম, ২১তম -> একুশতম (Bangla)
+    irregular = tsv_map(folder / "ordinals.tsv")
+    suffix = accep_any(tsv_words(folder / "ordinal_suffixes.tsv"))
+    out["ordinal"] = (irregular | pynutil.add_weight(n["positive"] + suffix, 0.1)).optimize()
+    if (folder / "classifiers.tsv").exists():
+        out["classifier"] = _classifier(folder, letters, n["positive"])
+    # ranges (10-15, 2011-12) are left as written: a range, a score and a fiscal year read differently
+    range_number = integer | decimal
+    percent_sign = pynini.cross("%", f" {w['percent']}").ques
+    out["range"] = (range_number + percent_sign + pynini.cross(DASHES, " ") + range_number + percent_sign).optimize()
+    out["slash"] = ((DIGIT ** (1, 4) + "/" + DIGIT ** (1, 4)) @ (integer + pynini.cross("/", " ") + integer)).optimize()
+    if (folder / "case_endings.tsv").exists():
+        endings = accep_any(tsv_words(folder / "case_endings.tsv"))
+        out["case_ending"] = ((integer | decimal) + pynini.cross(DASHES, " ") + endings).optimize()
+    out["compound"] = _compound(letters, n)
+    out["decimal"] = decimal
+    out["cardinal"] = n["cardinal"]
+    return out
+
+
+def _numbers(folder: Path, w: dict[str, str], crores_as_number: bool) -> dict[str, pynini.Fst]:
+    """The cardinal's pieces (see :func:`indian_cardinal`) with digits, zero, signed numbers and decimals."""
     card = indian_cardinal(folder, crores_as_number)
-    positive, one_to_99, two = card["positive"], card["one_to_99"], card["two"]
+    positive = card["positive"]
     digit = (DIGIT @ card["numbers"]).optimize()
     zero = pynini.cross("0", (pynini.accep("0") @ card["numbers"]).string())
     integer = (positive | zero).optimize()
     cardinal = with_leading_zeros(signed(integer, w["minus"]), digit)
     decimal = decimal_number(integer, zero.copy().project("output").string(), w["point"], digit, w["minus"])
     amount = (signed(integer, w["minus"]) | decimal).optimize()
-    word = letters.plus
-    out: dict[str, pynini.Fst] = {}
+    return {
+        **card,
+        "digit": digit,
+        "integer": integer,
+        "cardinal": cardinal,
+        "decimal": decimal,
+        "amount": amount,
+    }
 
-    # years: 1947 -> उन्नीस सौ सैंतालीस / উনিশশ সাতচল্লিশ (1100-1999); later years are cardinals
+
+def _year_words(w: dict[str, str], n: dict[str, pynini.Fst]) -> pynini.Fst:
+    """1947 -> उन्नीस सौ सैंतालीस / উনিশশ সাতচল্লিশ (1100-1999); later years are cardinals."""
+    positive, two = n["positive"], n["two"]
     joined = w.get("hundred_joined")
     hundred = pynutil.insert(joined) if joined else pynutil.insert(f" {w['hundred']}")
-    early = (pynini.accep("1") + NONZERO) @ one_to_99 + hundred + (pynutil.delete("00") | pynutil.insert(" ") + two)
+    early = (
+        (pynini.accep("1") + NONZERO) @ n["one_to_99"] + hundred + (pynutil.delete("00") | pynutil.insert(" ") + two)
+    )
     year_words = (pynini.accep("1") + NONZERO + DIGIT**2) @ early | (pynini.accep("2") + DIGIT**3) @ positive
-    year_words = (year_words | pynutil.add_weight((pynini.accep("1") + NONZERO + DIGIT**2) @ positive, 0.5)).optimize()
-    before = accep_any(tsv_words(folder / "year_before.tsv"))
-    after = accep_any(tsv_words(folder / "year_after.tsv"))
-    out["year"] = (before + SEP + year_words | year_words + SEP + after).optimize()
+    return (year_words | pynutil.add_weight((pynini.accep("1") + NONZERO + DIGIT**2) @ positive, 0.5)).optimize()
 
-    # dates: 15 अगस्त 1947, 15 अगस्त, अगस्त 1947, 15/08/1947 (day first); Bangla ২৯শে ডিসেম্বর
+
+def _date(folder: Path, n: dict[str, pynini.Fst], year_words: pynini.Fst) -> pynini.Fst:
+    """15 अगस्त 1947, 15 अगस्त, अगस्त 1947, 15/08/1947 (day first); Bangla ২৯শে ডিসেম্বর."""
     months = tsv_map(folder / "months.tsv")
     if (folder / "month_endings.tsv").exists():
         months = (months + accep_any(tsv_words(folder / "month_endings.tsv")).ques).optimize()
     month_number = pynutil.delete("0").ques + number_range(1, 9) | number_range(10, 12)
     month_name = (month_number @ tsv_map(folder / "month_numbers.tsv")).optimize()
-    day = (pynutil.delete("0").ques + number_range(1, 9) | number_range(10, 31)) @ positive
+    day = (pynutil.delete("0").ques + number_range(1, 9) | number_range(10, 31)) @ n["positive"]
     day_forms = tsv_map(folder / "day_forms.tsv") if (folder / "day_forms.tsv").exists() else None
     if day_forms is not None:
         day = day | day_forms
     year4 = (pynini.union("1", "2") + DIGIT**3) @ year_words
     sep = pynutil.delete(pynini.union("/", "-", ".")) + pynutil.insert(" ")
-    out["date"] = (
+    return (
         day + SEP + months + SEP + year4
         | day + SEP + months
         | months + SEP + year4
@@ -135,8 +188,10 @@ def build_indian(folder: Path, letters: pynini.Fst, crores_as_number: bool = Fal
         | (day_forms if day_forms is not None else day + sep + month_name + sep + year4)
     ).optimize()
 
-    # telephone numbers: read digit by digit
-    spoken_digits = digit_string(digit)
+
+def _phone(folder: Path, w: dict[str, str], n: dict[str, pynini.Fst]) -> pynini.Fst | None:
+    """Telephone numbers, read digit by digit, in the shapes of ``phone.tsv``; None without it."""
+    spoken_digits = digit_string(n["digit"])
     phone_parts, after_country = [], []
     if (folder / "phone.tsv").exists():
         for pattern in tsv_words(folder / "phone.tsv"):
@@ -144,33 +199,39 @@ def build_indian(folder: Path, letters: pynini.Fst, crores_as_number: bool = Fal
             if pattern.startswith("0:1 "):
                 # after a country code the trunk 0 is dropped: +880 1711123456
                 after_country.append(_digit_pattern(pattern[4:], spoken_digits))
+    if not phone_parts:
+        return None
     country = pynini.cross("+", f"{w['plus']} ") + DIGIT ** (1, 3) @ spoken_digits
     hyphen = pynini.cross("-", " ")
-    if phone_parts:
-        local = pynini.union(*phone_parts)
-        national = pynini.union(*phone_parts, *after_country)
-        out["phone"] = (local | country + (SEP | hyphen | pynutil.insert(" ")) + national).optimize()
-        if (folder / "phone_context.tsv").exists():
-            context = accep_any(tsv_words(folder / "phone_context.tsv"))
-            out["phone"] |= context + SEP + DIGIT ** (5, 12) @ spoken_digits
-            out["phone"] = out["phone"].optimize()
+    local = pynini.union(*phone_parts)
+    national = pynini.union(*phone_parts, *after_country)
+    phone = (local | country + (SEP | hyphen | pynutil.insert(" ")) + national).optimize()
+    if (folder / "phone_context.tsv").exists():
+        context = accep_any(tsv_words(folder / "phone_context.tsv"))
+        phone |= context + SEP + DIGIT ** (5, 12) @ spoken_digits
+        phone = phone.optimize()
+    return phone
 
-    # times: 10:30 -> दस बजकर तीस मिनट, 8:00 -> आठ बजे; 9:15 बजे -> सवा नौ बजे
-    if "hours" in w:
-        hour = (pynutil.delete("0").ques + number_range(0, 9) | number_range(10, 24)) @ integer
-        minute = (pynutil.delete("0") + NONZERO | (pynini.union(*"12345") + DIGIT)) @ integer
-        second = (pynutil.delete("0").ques + DIGIT | (pynini.union(*"12345") + DIGIT)) @ integer
-        o_clock = accep_any([w["o_clock"]])
-        full = hour + pynini.cross(COLON, f" {w['hours']} ") + minute + pynutil.insert(f" {w['minutes']}")
-        on_hour = hour + pynini.cross(COLON + "00", f" {w['o_clock']}")
-        seconds = full + pynini.cross(COLON, " ") + second + pynutil.insert(f" {w['seconds']}")
-        said = full | on_hour | seconds
-        quarter = _quarter_hours(folder, integer)
-        out["time"] = (
-            said | said + SEP + pynutil.delete(o_clock) | (quarter + SEP + o_clock if quarter is not None else said)
-        ).optimize()
 
-    # money: ₹45 करोड़ -> पैंतालीस करोड़ रुपये, ₹123.57 -> ... रुपये सत्तावन पैसे
+def _time(folder: Path, w: dict[str, str], integer: pynini.Fst) -> pynini.Fst:
+    """10:30 -> दस बजकर तीस मिनट, 8:00 -> आठ बजे; 9:15 बजे -> सवा नौ बजे."""
+    hour = (pynutil.delete("0").ques + number_range(0, 9) | number_range(10, 24)) @ integer
+    minute = (pynutil.delete("0") + NONZERO | (pynini.union(*"12345") + DIGIT)) @ integer
+    second = (pynutil.delete("0").ques + DIGIT | (pynini.union(*"12345") + DIGIT)) @ integer
+    o_clock = accep_any([w["o_clock"]])
+    full = hour + pynini.cross(COLON, f" {w['hours']} ") + minute + pynutil.insert(f" {w['minutes']}")
+    on_hour = hour + pynini.cross(COLON + "00", f" {w['o_clock']}")
+    seconds = full + pynini.cross(COLON, " ") + second + pynutil.insert(f" {w['seconds']}")
+    said = full | on_hour | seconds
+    quarter = _quarter_hours(folder, integer)
+    return (
+        said | said + SEP + pynutil.delete(o_clock) | (quarter + SEP + o_clock if quarter is not None else said)
+    ).optimize()
+
+
+def _money(folder: Path, n: dict[str, pynini.Fst]) -> pynini.Fst:
+    """₹45 करोड़ -> पैंतालीस करोड़ रुपये, ₹123.57 -> ... रुपये सत्तावन पैसे."""
+    positive, integer, decimal, two = n["positive"], n["integer"], n["decimal"], n["two"]
     scale = pynini.string_map([(r[0], r[1]) for r in tsv_rows(folder / "scales.tsv")])
     number_chars = pynini.union(*"0123456789,").closure()
     other_decimals = pynini.difference(number_chars + "." + DIGIT.plus, number_chars + "." + DIGIT**2).optimize()
@@ -189,66 +250,51 @@ def build_indian(folder: Path, letters: pynini.Fst, crores_as_number: bool = Fal
         else:
             said |= (number_chars + "." + DIGIT.plus) @ decimal + pynutil.insert(f" {many}")
         currencies.append((pynutil.delete(symbol_fst) + (SEP | pynutil.insert("")) + said).optimize())
-    out["money"] = pynini.union(*currencies)
+    return pynini.union(*currencies)
 
-    # measures (Hindi): 5 किमी -> पाँच किलोमीटर
-    if (folder / "units.tsv").exists():
-        units = tsv_rows(folder / "units.tsv")
-        unit = pynini.string_map([(r[0], r[1]) for r in units])
-        glued = pynini.string_map([(r[0], r[1]) for r in units if r[2] == "yes"])
-        by = pynini.cross(pynini.union("x", "×"), f" {w['by']} ")
-        out["measure"] = (amount + (pynutil.insert(" ") + glued | SEP + unit) | integer + by + integer).optimize()
 
-    out["percent"] = (
-        amount + (pynini.cross("%", f" {w['percent']}") | SEP + pynini.cross("%", w["percent"]))
-    ).optimize()
+def _measure(folder: Path, w: dict[str, str], n: dict[str, pynini.Fst]) -> pynini.Fst:
+    """Measures (Hindi): 5 किमी -> पाँच किलोमीटर."""
+    integer = n["integer"]
+    units = tsv_rows(folder / "units.tsv")
+    unit = pynini.string_map([(r[0], r[1]) for r in units])
+    glued = pynini.string_map([(r[0], r[1]) for r in units if r[2] == "yes"])
+    by = pynini.cross(pynini.union("x", "×"), f" {w['by']} ")
+    return (n["amount"] + (pynutil.insert(" ") + glued | SEP + unit) | integer + by + integer).optimize()
 
-    # fractions (Hindi): 1/2 -> आधा, 3/4 -> तीन चौथाई, 5/8 -> पाँच बटा आठ, 2 2/7 -> दो और दो बटा सात
-    if (folder / "fractions.tsv").exists():
-        special = tsv_map(folder / "fractions.tsv")
-        proper = _proper_fractions(integer, w["over"])
-        fraction = special | pynutil.add_weight(proper, 0.1)
-        halves = tsv_map(folder / "halves.tsv")
-        # 1½ -> डेढ़, 2½ -> ढाई, 3½ -> साढ़े तीन
-        with_half = halves + pynutil.delete("½") | pynutil.insert(f"{w['and_a_half']} ") + (
-            number_range(3, 99) @ integer
-        ) + pynutil.delete("½")
-        mixed = integer + SEP + pynutil.insert(f"{w['and']} ") + fraction
-        out["fraction"] = (fraction | with_half | mixed).optimize()
 
-    # ordinals: 21वीं -> इक्कीसवीं (Hindi); ১ম -> প্রথম, ২১তম -> একুশতম (Bangla)
-    irregular = tsv_map(folder / "ordinals.tsv")
-    suffix = accep_any(tsv_words(folder / "ordinal_suffixes.tsv"))
-    out["ordinal"] = (irregular | pynutil.add_weight(positive + suffix, 0.1)).optimize()
+def _fraction(folder: Path, w: dict[str, str], integer: pynini.Fst) -> pynini.Fst:
+    """Fractions (Hindi): 1/2 -> आधा, 3/4 -> तीन चौथाई, 5/8 -> पाँच बटा आठ, 2 2/7 -> दो और दो बटा सात."""
+    special = tsv_map(folder / "fractions.tsv")
+    proper = _proper_fractions(integer, w["over"])
+    fraction = special | pynutil.add_weight(proper, 0.1)
+    halves = tsv_map(folder / "halves.tsv")
+    # 1½ -> डेढ़, 2½ -> ढाई, 3½ -> साढ़े तीन
+    with_half = halves + pynutil.delete("½") | pynutil.insert(f"{w['and_a_half']} ") + (
+        number_range(3, 99) @ integer
+    ) + pynutil.delete("½")
+    mixed = integer + SEP + pynutil.insert(f"{w['and']} ") + fraction
+    return (fraction | with_half | mixed).optimize()
 
-    # Bangla classifiers glued to the number: ১০টি -> দশটি, ২টি -> দুটি
-    if (folder / "classifiers.tsv").exists():
-        classifier = accep_any(tsv_words(folder / "classifiers.tsv"))
-        stems = tsv_dict(folder / "classifier_stems.tsv")
-        sigma = pynini.union(letters, " ").closure()
-        short = pynini.union(*[pynini.cross(full, fields[0]) for full, fields in stems.items()])
-        before_classifier = pynini.cdrewrite(short, "", "[EOS]", sigma)
-        out["classifier"] = ((positive @ before_classifier) + classifier).optimize()
 
-    # ranges (10-15, 2011-12) are left as written: a range, a score and a fiscal year read differently
-    range_number = integer | decimal
-    percent_sign = pynini.cross("%", f" {w['percent']}").ques
-    out["range"] = (range_number + percent_sign + pynini.cross(DASHES, " ") + range_number + percent_sign).optimize()
-    out["slash"] = ((DIGIT ** (1, 4) + "/" + DIGIT ** (1, 4)) @ (integer + pynini.cross("/", " ") + integer)).optimize()
+def _classifier(folder: Path, letters: pynini.Fst, positive: pynini.Fst) -> pynini.Fst:
+    """Bangla classifiers glued to the number: ১০টি -> দশটি, ২টি -> দুটি."""
+    classifier = accep_any(tsv_words(folder / "classifiers.tsv"))
+    stems = tsv_dict(folder / "classifier_stems.tsv")
+    sigma = pynini.union(letters, " ").closure()
+    short = pynini.union(*[pynini.cross(full, fields[0]) for full, fields in stems.items()])
+    before_classifier = pynini.cdrewrite(short, "", "[EOS]", sigma)
+    return ((positive @ before_classifier) + classifier).optimize()
 
-    # कोविड-19 -> कोविड उन्नीस, ঢাকা-১০ -> ঢাকা দশ: the word kept, the number spoken
-    number_piece = DIGIT ** (1, 4) @ with_leading_zeros(integer, digit)
+
+def _compound(letters: pynini.Fst, n: dict[str, pynini.Fst]) -> pynini.Fst:
+    """कोविड-19 -> कोविड उन्नीस, ঢাকা-১০ -> ঢাকা দশ: the word kept, the number spoken."""
+    word = letters.plus
+    number_piece = DIGIT ** (1, 4) @ with_leading_zeros(n["integer"], n["digit"])
     dash = pynini.cross(DASHES, " ")
-    if (folder / "case_endings.tsv").exists():
-        endings = accep_any(tsv_words(folder / "case_endings.tsv"))
-        out["case_ending"] = ((integer | decimal) + pynini.cross(DASHES, " ") + endings).optimize()
-    out["compound"] = (
+    return (
         (word + dash).plus + number_piece + (dash + (word | number_piece)).closure() | number_piece + dash + word
     ).optimize()
-
-    out["decimal"] = decimal
-    out["cardinal"] = cardinal
-    return out
 
 
 def _digit_pattern(pattern: str, spoken_digits: pynini.Fst) -> pynini.Fst:

@@ -109,9 +109,7 @@ def _numbers(folder):
 
 def _ordinal(folder, positive):
     """21st -> twenty first: the cardinal with its last word made ordinal; the suffix must fit the number."""
-    last_word = tsv_map(folder / "ordinals.tsv")
-    words = pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure()
-    to_ordinal = ((words + pynini.accep(" ")).ques + last_word).optimize()
+    to_ordinal = _to_ordinal_word(folder)
     num = pynini.union(DIGIT, ",").closure()
     not_teen = (num + pynini.difference(DIGIT, "1")).ques
     fits = (not_teen + "1st" | not_teen + "2nd" | not_teen + "3rd" | num + "1" + DIGIT + "th" | num + "th").optimize()
@@ -160,25 +158,53 @@ def _day(numbers, to_ordinal_word):
 
 def build(folder) -> dict[str, pynini.Fst]:
     numbers = _numbers(folder)
-    w = numbers["w"]
-    positive, cardinal, decimal, digit, two = (
-        numbers["positive"],
-        numbers["cardinal"],
-        numbers["decimal"],
-        numbers["digit"],
-        numbers["two"],
-    )
+    w, positive, decimal = numbers["w"], numbers["positive"], numbers["decimal"]
     plain_number = signed(positive | pynini.cross("0", w["zero"]), w["minus"])
     amount = (plain_number | decimal).optimize()
-
     ordinal = _ordinal(folder, positive)
-    last_word = tsv_map(folder / "ordinals.tsv")
-    word_chars = pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure()
-    to_ordinal_word = ((word_chars + pynini.accep(" ")).ques + last_word).optimize()
-
-    # --- years and decades
     year_words = _year_words(numbers)
     year4 = (pynini.accep("1") + DIGIT**3 | "20" + DIGIT**2) @ year_words
+    year = _year(folder, numbers, year_words, year4)
+    decade = _decade(numbers, year_words)
+    date, date_ambiguous = _dates(folder, numbers, year_words, year4)
+    time = _time(folder, numbers)
+    money = _money(folder, numbers)
+    percent = _percent(numbers, amount)
+    fractions = _fractions(folder, numbers)
+    measure = _measure(folder, numbers, amount, fractions)
+    phone = _phone(numbers)
+    range_ = _range(numbers, time, decade)
+    compound = _compound(numbers, ordinal, decade)
+    return {
+        "date": date,
+        "date:numeric_ambiguous": date_ambiguous,
+        "time": time,
+        "money": money,
+        "year": year,
+        "decade": decade,
+        "phone": phone,
+        "measure": measure,
+        "percent": percent,
+        "fraction": fractions["fraction"],
+        "fraction:ambiguous": fractions["fraction:ambiguous"],
+        "range": range_,
+        "ordinal": ordinal,
+        "decimal": decimal,
+        "cardinal": numbers["cardinal"],
+        "compound": compound,
+    }
+
+
+def _to_ordinal_word(folder) -> pynini.Fst:
+    """Words of a cardinal with the last one made ordinal: twenty one -> twenty first."""
+    last_word = tsv_map(folder / "ordinals.tsv")
+    word_chars = pynini.union(*"abcdefghijklmnopqrstuvwxyz ").closure()
+    return ((word_chars + pynini.accep(" ")).ques + last_word).optimize()
+
+
+def _year(folder, numbers, year_words, year4) -> pynini.Fst:
+    """in 1990, 1990 and 1991, 2010-2012, a bare 1100-2099, 340 a.d."""
+    w, positive, two = numbers["w"], numbers["positive"], numbers["two"]
     context = accep_any(tsv_words(folder / "year_context.tsv"))
     joiner = accep_any(tsv_words(folder / "year_joiners.tsv"))
     year_chain = year4 + (SEP + joiner + SEP + year4).ques
@@ -189,23 +215,30 @@ def build(folder) -> dict[str, pynini.Fst]:
     bare = (pynini.accep("1") + NONZERO + DIGIT**2 | "20" + DIGIT**2) @ year_words
     # 340 a.d. -> three forty a d, 500 bc -> five hundred b c
     era = tsv_map(folder / "eras.tsv")
-    digit_1_9 = NONZERO @ digit
+    digit_1_9 = NONZERO @ numbers["digit"]
     three_digit_year = (
         digit_1_9
         + pynutil.insert(" ")
         + (pynini.cross("00", w["hundred"]) | pynini.cross("0", f"{w['oh']} ") + digit_1_9 | (NONZERO + DIGIT) @ two)
     )
     era_year = year4 | three_digit_year | (NONZERO + DIGIT.ques) @ positive
-    year = (context + SEP + year_chain | year_range | bare | era_year + SEP + era).optimize()
+    return (context + SEP + year_chain | year_range | bare | era_year + SEP + era).optimize()
 
+
+def _decade(numbers, year_words) -> pynini.Fst:
+    """1990s -> nineteen nineties, '90s -> nineties."""
     plural = pluralize_last("abcdefghijklmnopqrstuvwxyz '")
     apostrophe_s = pynutil.delete(pynini.union("s", "'s"))
     decade_year = ((pynini.accep("1") + DIGIT**2 | "20" + DIGIT) + "0") @ year_words
-    tens = (NONZERO + "0") @ two
+    tens = (NONZERO + "0") @ numbers["two"]
     decade = ((decade_year | pynutil.delete("'").ques + tens) + apostrophe_s) @ plural
-    decade = decade.optimize()
+    return decade.optimize()
 
-    # --- dates
+
+def _dates(folder, numbers, year_words, year4) -> tuple[pynini.Fst, pynini.Fst]:
+    """Dates in words and numeric dates; and the numeric dates whose day and month could be swapped."""
+    w, positive = numbers["w"], numbers["positive"]
+    to_ordinal_word = _to_ordinal_word(folder)
     months = tsv_map(folder / "months.tsv")
     day = _day(numbers, to_ordinal_word)
     of_month = pynutil.insert(f"{w['of']} ") + months
@@ -235,9 +268,12 @@ def build(folder) -> dict[str, pynini.Fst]:
     )
     date = (date_words | numeric).optimize()
     small_day = (pynutil.delete("0").ques + number_range(1, 9) | number_range(10, 12)) @ (positive @ to_ordinal_word)
-    date_ambiguous = (month_name + dsep + small_day + dsep + any_year).optimize()
+    return date, (month_name + dsep + small_day + dsep + any_year).optimize()
 
-    # --- times
+
+def _time(folder, numbers) -> pynini.Fst:
+    """Clock times (1.59 p.m., 14:00) and clock times with seconds read as durations (1:01:01)."""
+    w, positive, digit, two = numbers["w"], numbers["positive"], numbers["digit"], numbers["two"]
     # "a m" as most normalizers write it; "am" (as the IWSLT ASR does) a reading for alignment
     am_pm = tsv_dict(folder / "am_pm.tsv")
     ampm = pynini.string_map([(k, v[0]) for k, v in am_pm.items()]) | pynutil.add_weight(
@@ -259,63 +295,80 @@ def build(folder) -> dict[str, pynini.Fst]:
         | hour12 + with_ampm
     )
     time = clock.optimize()
-
     # 1:01:01 -> one hour one minute one second (a clock time with seconds is a duration when read)
-    def unit_count(n_digits, one, many):
-        amount_ = (pynutil.delete("0").ques + number_range(0, 9) | number_range(10, 59)) @ (
-            positive | pynini.cross("0", w["zero"])
-        )
-        amount_ = (DIGIT**n_digits | DIGIT) @ amount_
-        return pynini.cross(pynini.union("1", "01"), f"one {one}") | not_input(amount_, ["1", "01"]) + pynutil.insert(
-            f" {many}"
-        )
-
-    time = (
+    return (
         time
-        | unit_count(2, "hour", "hours")
+        | _unit_count(numbers, 2, "hour", "hours")
         + pynini.cross(":", " ")
-        + unit_count(2, "minute", "minutes")
+        + _unit_count(numbers, 2, "minute", "minutes")
         + pynini.cross(":", " ")
-        + unit_count(2, "second", "seconds")
+        + _unit_count(numbers, 2, "second", "seconds")
         + with_ampm.ques
     ).optimize()
 
-    # --- money
+
+def _unit_count(numbers, n_digits: int, one: str, many: str) -> pynini.Fst:
+    """0-59 (up to ``n_digits`` digits) and its unit: ``01`` -> one hour, ``5`` -> five hours."""
+    amount_ = (pynutil.delete("0").ques + number_range(0, 9) | number_range(10, 59)) @ (
+        numbers["positive"] | pynini.cross("0", numbers["w"]["zero"])
+    )
+    amount_ = (DIGIT**n_digits | DIGIT) @ amount_
+    return pynini.cross(pynini.union("1", "01"), f"one {one}") | not_input(amount_, ["1", "01"]) + pynutil.insert(
+        f" {many}"
+    )
+
+
+def _money(folder, numbers) -> pynini.Fst:
+    """$45 billion, $0.02, us$5, tk 25 lakh, and ranges of them ($5-$10)."""
+    w = numbers["w"]
     scales = tsv_rows(folder / "scales.tsv")
     scale_word = pynini.string_map([(r[0], r[1]) for r in scales])
     glued_scale = pynini.string_map([(r[0], r[1]) for r in scales if r[2] == "yes"])
-    number_chars = pynini.union(*"0123456789,").closure()
-    integer = positive | pynini.cross("0", w["zero"])
+    integer = numbers["positive"] | pynini.cross("0", w["zero"])
     currencies = []
-    for (one, many, minor_one, minor_many), symbol_fst in currency_groups(folder / "currency.tsv", 4):
-        major = pynini.cross("1", f"one {one}") | not_input(integer, "1") + pynutil.insert(f" {many}")
-        scale = pynutil.insert(" ") + glued_scale | SEP + scale_word
-        # $2.5 million, $45 billion: the amount, the scale word, then the currency
-        said = major | (integer | decimal) + scale + pynutil.insert(f" {many}")
-        if minor_one:
-            minor = pynini.cross("01", f"one {minor_one}") | not_input(two, "01") + pynutil.insert(f" {minor_many}")
-            # $20.5 is twenty dollars fifty cents, as $20.50
-            tens_of_cents = (NONZERO + pynutil.insert("0")) @ minor
-            cents = pynutil.delete(".") + (
-                pynutil.delete(pynini.union("00", "0")) | pynutil.insert(" ") + (minor | tens_of_cents)
-            )
-            only_cents = pynutil.delete("0").ques + pynutil.delete(".") + (not_input(minor, "00") | tens_of_cents)
-            said |= major + cents | only_cents
-            # £1.111: a decimal number of pounds
-            said |= (number_chars + "." + DIGIT ** (3, 30)) @ decimal + pynutil.insert(f" {many}")
-        else:
-            said |= (number_chars + "." + DIGIT.plus) @ decimal + pynutil.insert(f" {many}")
+    for units, symbol_fst in currency_groups(folder / "currency.tsv", 4):
+        said = _currency_amount(numbers, integer, units, scale_word, glued_scale)
         currencies.append((pynutil.delete(symbol_fst) + (SEP | pynutil.insert("")) + said).optimize())
     money_one = pynini.union(*currencies).optimize()
-    money = (money_one | money_one + pynini.cross(DASHES, to) + money_one).optimize()
+    return (money_one | money_one + pynini.cross(DASHES, f" {w['to']} ") + money_one).optimize()
 
-    # --- percentages, measures, fractions
-    percent_word = w["percent"]
-    percent = (
+
+def _currency_amount(numbers, integer, units, scale_word, glued_scale) -> pynini.Fst:
+    """An amount of one currency (its unit words ``units``: one, many, minor one, minor many) in words."""
+    one, many, minor_one, minor_many = units
+    decimal, two = numbers["decimal"], numbers["two"]
+    number_chars = pynini.union(*"0123456789,").closure()
+    major = pynini.cross("1", f"one {one}") | not_input(integer, "1") + pynutil.insert(f" {many}")
+    scale = pynutil.insert(" ") + glued_scale | SEP + scale_word
+    # $2.5 million, $45 billion: the amount, the scale word, then the currency
+    said = major | (integer | decimal) + scale + pynutil.insert(f" {many}")
+    if not minor_one:
+        return said | (number_chars + "." + DIGIT.plus) @ decimal + pynutil.insert(f" {many}")
+    minor = pynini.cross("01", f"one {minor_one}") | not_input(two, "01") + pynutil.insert(f" {minor_many}")
+    # $20.5 is twenty dollars fifty cents, as $20.50
+    tens_of_cents = (NONZERO + pynutil.insert("0")) @ minor
+    cents = pynutil.delete(".") + (
+        pynutil.delete(pynini.union("00", "0")) | pynutil.insert(" ") + (minor | tens_of_cents)
+    )
+    only_cents = pynutil.delete("0").ques + pynutil.delete(".") + (not_input(minor, "00") | tens_of_cents)
+    said |= major + cents | only_cents
+    # £1.111: a decimal number of pounds
+    return said | (number_chars + "." + DIGIT ** (3, 30)) @ decimal + pynutil.insert(f" {many}")
+
+
+def _percent(numbers, amount) -> pynini.Fst:
+    """5%, 5 %, 5-10%."""
+    percent_word, to = numbers["w"]["percent"], f" {numbers['w']['to']} "
+    return (
         amount + (pynini.cross("%", f" {percent_word}") | SEP + pynini.cross("%", percent_word))
         | amount + pynini.cross(DASHES, to) + amount + pynini.cross("%", f" {percent_word}")
     ).optimize()
 
+
+def _fractions(folder, numbers) -> dict[str, pynini.Fst]:
+    """``fraction`` (3/4, ¾, 1 1/2) and ``fraction:ambiguous`` (an ``x/y`` that is no proper fraction);
+    ``text`` (a written fraction) and ``with_a`` (``and a half``) for the measures."""
+    w, positive = numbers["w"], numbers["positive"]
     denominators = tsv_rows(folder / "fractions.tsv")
     proper = []
     for d, one_form, many_form in denominators:
@@ -340,8 +393,18 @@ def build(folder) -> dict[str, pynini.Fst]:
     slash_pair = (DIGIT ** (1, 3) + "/" + DIGIT ** (1, 3)) @ (
         positive + pynini.cross("/", " ") + (positive | pynini.cross("0", w["zero"]))
     )
-    # --- measures: 22 ft, 5km, 2.5kg, 100 million kg, 4 1/2 lbs, 2-3 mins, 5 sq km
+    proper_inputs = (fraction_text @ proper_fraction).project("input").rmepsilon()
+    ambiguous_inputs = pynini.difference(
+        slash_pair.copy().project("input").rmepsilon().optimize(), proper_inputs.optimize()
+    )
+    ambiguous = (ambiguous_inputs.optimize() @ slash_pair).optimize()
+    return {"fraction": fraction, "fraction:ambiguous": ambiguous, "text": fraction_text, "with_a": with_a}
+
+
+def _measure(folder, numbers, amount, fractions) -> pynini.Fst:
+    """22 ft, 5km, 2.5kg, 100 million kg, 4 1/2 lbs, 2-3 mins, 5 sq km."""
     units = tsv_rows(folder / "units.tsv")
+    scales = tsv_rows(folder / "scales.tsv")
     singular = pynini.string_map([(r[0], r[1]) for r in units])
     plural_unit = pynini.string_map([(r[0], r[2]) for r in units])
     glued_singular = pynini.string_map([(r[0], r[1]) for r in units if r[3] == "yes"])
@@ -350,22 +413,19 @@ def build(folder) -> dict[str, pynini.Fst]:
     many_amount = (
         not_input(amount, "1", "0123456789,.-\u2212")
         | amount + SEP + pynini.string_map([(r[0], r[1]) for r in scales if r[2] == "no"])
-        | amount + pynini.cross(DASHES, to) + amount
-        | positive + SEP + fraction_text @ with_a
+        | amount + pynini.cross(DASHES, f" {numbers['w']['to']} ") + amount
+        | numbers["positive"] + SEP + fractions["text"] @ fractions["with_a"]
     )
     square = pynini.cross("sq", "") + SEP + pynutil.insert("square ")
-    measure = (
+    return (
         one + (pynutil.insert(" ") + glued_singular | SEP + square.ques + singular)
         | many_amount + (pynutil.insert(" ") + glued_plural | SEP + square.ques + plural_unit)
     ).optimize()
 
-    proper_inputs = (fraction_text @ proper_fraction).project("input").rmepsilon()
-    ambiguous_inputs = pynini.difference(
-        slash_pair.copy().project("input").rmepsilon().optimize(), proper_inputs.optimize()
-    )
-    fraction_ambiguous = (ambiguous_inputs.optimize() @ slash_pair).optimize()
 
-    # --- telephone numbers: digit by digit, groups kept apart by the marker only where words end
+def _phone(numbers) -> pynini.Fst:
+    """Telephone numbers: digit by digit, groups kept apart by the marker only where words end."""
+    w, digit = numbers["w"], numbers["digit"]
     spoken_digits = digit_string(digit)
     oh_digits = digit_string(pynini.cross("0", w["oh"]) | (NONZERO @ digit))
     read = spoken_digits | pynutil.add_weight(oh_digits, 0.3)
@@ -389,19 +449,28 @@ def build(folder) -> dict[str, pynini.Fst]:
     digits_only = pynini.union("+", "-", " ", *"0123456789").closure()
     enough = (pynini.union("+", "").ques + (pynini.union("-", " ").ques + DIGIT) ** (8, 15)).optimize()
     international = pynini.intersect(digits_only, enough).optimize() @ international
-    phone = (national | international).optimize()
+    return (national | international).optimize()
 
-    # --- ranges, words with digits
-    range_number = signed(positive | pynini.cross("0", w["zero"]), w["minus"]) | decimal
-    range_ = (
+
+def _range(numbers, time, decade) -> pynini.Fst:
+    """10-15 -> ten to fifteen, and ranges of times and decades."""
+    w = numbers["w"]
+    to = f" {w['to']} "
+    range_number = signed(numbers["positive"] | pynini.cross("0", w["zero"]), w["minus"]) | numbers["decimal"]
+    return (
         range_number + pynini.cross(DASHES, to) + range_number
         | time + pynini.cross(DASHES, to) + time
         | decade + pynini.cross(DASHES, to) + decade
     ).optimize()
 
-    # 30-day, mid-90s, co2, i-94, 21st-century: letters kept, numbers spoken, hyphens gone
+
+def _compound(numbers, ordinal, decade) -> pynini.Fst:
+    """30-day, mid-90s, co2, i-94, 21st-century: letters kept, numbers spoken, hyphens gone."""
     letters = pynutil.add_weight((LOWER | "'").plus, 0.1)
-    number_piece = (DIGIT ** (1, 4)) @ with_leading_zeros(integer, digit) | ordinal | decade | decimal
+    integer = numbers["positive"] | pynini.cross("0", numbers["w"]["zero"])
+    number_piece = (
+        (DIGIT ** (1, 4)) @ with_leading_zeros(integer, numbers["digit"]) | ordinal | decade | numbers["decimal"]
+    )
     space = pynutil.insert(" ")
     starts_with_letters = letters + (space + number_piece + space + letters).closure() + (space + number_piece).ques
     starts_with_number = number_piece + (space + letters + space + number_piece).closure() + (space + letters).ques
@@ -412,26 +481,7 @@ def build(folder) -> dict[str, pynini.Fst]:
     no_edge_dash = pynini.difference(
         chars, pynini.union(DASHES + chars, chars + DASHES, chars + DASHES + DASHES + chars)
     )
-    compound = (pynini.intersect(shape, no_edge_dash).optimize() @ pieces).optimize()
-
-    return {
-        "date": date,
-        "date:numeric_ambiguous": date_ambiguous,
-        "time": time,
-        "money": money,
-        "year": year,
-        "decade": decade,
-        "phone": phone,
-        "measure": measure,
-        "percent": percent,
-        "fraction": fraction,
-        "fraction:ambiguous": fraction_ambiguous,
-        "range": range_,
-        "ordinal": ordinal,
-        "decimal": decimal,
-        "cardinal": cardinal,
-        "compound": compound,
-    }
+    return (pynini.intersect(shape, no_edge_dash).optimize() @ pieces).optimize()
 
 
 def _plain(numbers, n: int) -> str:

@@ -68,6 +68,47 @@ def starters(folder) -> set[str]:
 
 def build(folder) -> dict[str, pynini.Fst]:
     w = words_tsv(folder)
+    numbers = _numbers(folder, w)
+    integer, decimal, amount = numbers["integer"], numbers["decimal"], numbers["amount"]
+    to = f" {w['to']} "
+    # ke-3 / ke3 -> ketiga; ke-1 -> pertama
+    prefix = pynutil.delete("ke") + pynutil.delete("-").ques
+    ordinal = (
+        prefix
+        + (pynini.cross("1", w["first"]) | pynutil.insert(w["ordinal_prefix"]) + not_input(numbers["positive"], "1"))
+    ).optimize()
+    percent = (
+        amount + (pynini.cross("%", f" {w['percent']}") | SEP + pynini.cross("%", w["percent"]))
+        | amount + pynini.cross(DASHES, to) + amount + pynini.cross("%", f" {w['percent']}")
+    ).optimize()
+    time, time_seconds = _times(folder, w, numbers)
+    # measures: 5km, 5 kg, 30°c
+    units = tsv_rows(folder / "units.tsv")
+    unit = pynini.string_map([(r[0], r[1]) for r in units])
+    glued_unit = pynini.string_map([(r[0], r[1]) for r in units if r[2] == "yes"])
+    measure = (amount + (pynutil.insert(" ") + glued_unit | SEP + unit)).optimize()
+    range_number = signed(integer, w["minus"]) | decimal
+    range_ = (range_number + pynini.cross(DASHES, to) + range_number).optimize()
+    return {
+        "date": _date(folder, numbers),
+        "time": time,
+        "time:seconds": time_seconds,
+        "money": _money(folder, w, numbers),
+        "phone": _phone(w, numbers),
+        "url": _url(w).optimize(),
+        "decade": _decade(w, numbers),
+        "measure": measure,
+        "percent": percent,
+        "ordinal": ordinal,
+        "range": range_,
+        "decimal": decimal,
+        "cardinal": numbers["cardinal"],
+        "compound": _compound(numbers),
+    }
+
+
+def _numbers(folder, w) -> dict[str, pynini.Fst]:
+    """Cardinals (sebelas, seratus, seribu: the ``one`` forms of ``w``), decimals and their pieces."""
     digit = tsv_map(folder / "digits.tsv")
     digit_1_9 = (NONZERO @ digit).optimize()
     digit_2_9 = (pynini.union(*"23456789") @ digit).optimize()
@@ -95,15 +136,21 @@ def build(folder) -> dict[str, pynini.Fst]:
     cardinal = with_leading_zeros(signed(integer, w["minus"]), digit)
     decimal = decimal_number(integer, w["zero"], w["point"], digit, w["minus"])
     amount = (signed(integer, w["minus"]) | decimal).optimize()
-    to = f" {w['to']} "
+    return {
+        "digit": digit,
+        "digit_1_9": digit_1_9,
+        "two": two,
+        "positive": positive,
+        "integer": integer,
+        "cardinal": cardinal,
+        "decimal": decimal,
+        "amount": amount,
+    }
 
-    # ke-3 / ke3 -> ketiga; ke-1 -> pertama
-    prefix = pynutil.delete("ke") + pynutil.delete("-").ques
-    ordinal = (
-        prefix + (pynini.cross("1", w["first"]) | pynutil.insert(w["ordinal_prefix"]) + not_input(positive, "1"))
-    ).optimize()
 
-    # --- money: RM5, RM 2.50, rm2.5 bilion, AS$3 juta -> the amount, any scale word, the currency
+def _money(folder, w, numbers) -> pynini.Fst:
+    """RM5, RM 2.50, rm2.5 bilion, AS$3 juta -> the amount, any scale word, the currency; and ranges."""
+    integer, decimal, two = numbers["integer"], numbers["decimal"], numbers["two"]
     scales = tsv_rows(folder / "scales.tsv")
     scale_word = pynini.string_map([(r[0], r[1]) for r in scales])
     glued_scale = pynini.string_map([(r[0], r[1]) for r in scales if r[2] == "yes"])
@@ -126,15 +173,12 @@ def build(folder) -> dict[str, pynini.Fst]:
             said |= (number_chars + "." + DIGIT.plus) @ decimal + pynutil.insert(f" {major}")
         currencies.append((pynutil.delete(symbol_fst) + (SEP | pynutil.insert("")) + said).optimize())
     money_one = pynini.union(*currencies).optimize()
-    money = (money_one | money_one + pynini.cross(DASHES, to) + money_one).optimize()
+    return (money_one | money_one + pynini.cross(DASHES, f" {w['to']} ") + money_one).optimize()
 
-    percent = (
-        amount + (pynini.cross("%", f" {w['percent']}") | SEP + pynini.cross("%", w["percent"]))
-        | amount + pynini.cross(DASHES, to) + amount + pynini.cross("%", f" {w['percent']}")
-    ).optimize()
 
-    # phone numbers: a leading 0 or +, digits in groups split by hyphens or spaces, read digit by digit
-    spoken_digits = digit_string(digit)
+def _phone(w, numbers) -> pynini.Fst:
+    """A leading 0 or +, digits in groups split by hyphens or spaces, read digit by digit."""
+    spoken_digits = digit_string(numbers["digit"])
     group = DIGIT ** (2, 11) @ spoken_digits
     hyphen = pynini.cross("-", " ")
     groups = group + ((hyphen | SEP) + group).closure(0, 3)
@@ -142,9 +186,12 @@ def build(folder) -> dict[str, pynini.Fst]:
     international = pynini.cross("+", f"{w['plus']} ") + groups
     length_ok = pynini.union("+", "").ques + pynini.union(*"0123456789- ").closure()
     enough_digits = (pynini.union("+", "").ques + (pynini.union("-", " ").ques + DIGIT) ** (9, 15)).optimize()
-    phone = (pynini.intersect(length_ok, enough_digits).optimize() @ (local | international)).optimize()
+    return (pynini.intersect(length_ok, enough_digits).optimize() @ (local | international)).optimize()
 
-    # dates: day/month/year (or with - or .), 12 mac 2019, 12 mac, mac 2019; years are cardinals
+
+def _date(folder, numbers) -> pynini.Fst:
+    """Day/month/year (or with - or .), 12 mac 2019, 12 mac, mac 2019; years are cardinals."""
+    positive = numbers["positive"]
     month_number = pynutil.delete("0").ques + number_range(1, 9) | number_range(10, 12)
     month_name = (month_number @ tsv_map(folder / "month_numbers.tsv")).optimize()
     months = tsv_map(folder / "months.tsv")
@@ -152,11 +199,17 @@ def build(folder) -> dict[str, pynini.Fst]:
     year = (pynini.union(*"12") + DIGIT**3) @ positive
     sep = pynutil.delete(pynini.union("/", "-", ".")) + pynutil.insert(" ")
     numeric = day + sep + month_name + sep + year
-    date = (numeric | day + SEP + months + SEP + year | day + SEP + months | months + SEP + year).optimize()
+    return (numeric | day + SEP + months + SEP + year | day + SEP + months | months + SEP + year).optimize()
 
-    # times: pukul 2.30 (petang), 10.00 pagi, 14:30 -> hour, minutes (kosong lima for 05), no ".00"
+
+def _times(folder, w, numbers) -> tuple[pynini.Fst, pynini.Fst]:
+    """pukul 2.30 (petang), 10.00 pagi, 14:30 -> hour, minutes (kosong lima for 05), no ".00";
+    and times with seconds."""
+    integer, two = numbers["integer"], numbers["two"]
     hour = (pynutil.delete("0").ques + number_range(0, 9) | number_range(10, 24)) @ integer
-    minutes = (pynini.cross("0", f"{w['zero']} ") + digit_1_9 | (pynini.union(*"12345") + DIGIT) @ two).optimize()
+    minutes = (
+        pynini.cross("0", f"{w['zero']} ") + numbers["digit_1_9"] | (pynini.union(*"12345") + DIGIT) @ two
+    ).optimize()
     clock = hour + pynutil.delete(pynini.union(".", ":")) + (pynutil.delete("00") | pynutil.insert(" ") + minutes)
     clock_word = accep_any(tsv_words(folder / "clock_words.tsv"))
     day_part = accep_any(tsv_words(folder / "time_of_day.tsv"))
@@ -169,25 +222,21 @@ def build(folder) -> dict[str, pynini.Fst]:
     ).optimize()
     seconds = (pynini.union(*"012345") + DIGIT) @ (two | pynini.cross("00", w["zero"]))
     time_seconds = (hour + pynini.cross(":", " ") + minutes + pynini.cross(":", " ") + seconds).optimize()
+    return time, time_seconds
 
-    # decades: 1990-an -> seribu sembilan ratus sembilan puluhan, 80-an -> lapan puluhan
+
+def _decade(w, numbers) -> pynini.Fst:
+    """1990-an -> seribu sembilan ratus sembilan puluhan, 80-an -> lapan puluhan."""
     suffix = w["decade_suffix"]
-    decade_number = ((pynini.union(*"12") + DIGIT**2 | NONZERO) + "0") @ positive
+    decade_number = ((pynini.union(*"12") + DIGIT**2 | NONZERO) + "0") @ numbers["positive"]
     decade = (decade_number + pynini.cross(pynini.union("-an", "an", "an"), suffix)).optimize()
-    decade = ((pynini.union(*"12") + DIGIT**2 + "0" | NONZERO + "0") + pynini.union("-an", "an")) @ decade
+    return ((pynini.union(*"12") + DIGIT**2 + "0" | NONZERO + "0") + pynini.union("-an", "an")) @ decade
 
-    # measures: 5km, 5 kg, 30°c
-    units = tsv_rows(folder / "units.tsv")
-    unit = pynini.string_map([(r[0], r[1]) for r in units])
-    glued_unit = pynini.string_map([(r[0], r[1]) for r in units if r[2] == "yes"])
-    measure = (amount + (pynutil.insert(" ") + glued_unit | SEP + unit)).optimize()
 
-    range_number = signed(integer, w["minus"]) | decimal
-    range_ = (range_number + pynini.cross(DASHES, to) + range_number).optimize()
-
-    # covid-19, pru-14, 1malaysia: letters kept, numbers spoken
+def _compound(numbers) -> pynini.Fst:
+    """covid-19, pru-14, 1malaysia: letters kept, numbers spoken."""
     letters = pynutil.add_weight(LOWER.plus, 0.1)
-    number_piece = DIGIT ** (1, 4) @ with_leading_zeros(integer, digit)
+    number_piece = DIGIT ** (1, 4) @ with_leading_zeros(numbers["integer"], numbers["digit"])
     space = pynutil.insert(" ")
     starts_with_letters = letters + (space + number_piece + space + letters).closure() + (space + number_piece).ques
     starts_with_number = number_piece + (space + letters + space + number_piece).closure() + (space + letters).ques
@@ -195,32 +244,17 @@ def build(folder) -> dict[str, pynini.Fst]:
     pieces = piece + (pynini.cross(DASHES, " ") + piece).closure()
     chars = pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-", "\u2013").closure()
     shape = pynini.intersect(chars + DIGIT + chars, chars + LOWER + chars)
-    compound = (shape.optimize() @ pieces).optimize()
+    return (shape.optimize() @ pieces).optimize()
 
-    # web addresses: www.example.com -> www titik example titik com
+
+def _url(w) -> pynini.Fst:
+    """www.example.com -> www titik example titik com."""
     label = pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-").closure(1)
     scheme = pynutil.delete(pynini.union("http://", "https://")).ques
     url = (
         scheme + label + (pynini.cross(".", f" {w['dot']} ") + label).closure(1) + pynutil.delete("/").ques
     ).optimize()
-    url = (
+    return (
         pynini.union("www.", "http://", "https://")
         + pynini.union(*"abcdefghijklmnopqrstuvwxyz0123456789-./:").closure()
     ) @ url
-
-    return {
-        "date": date,
-        "time": time,
-        "time:seconds": time_seconds,
-        "money": money,
-        "phone": phone,
-        "url": url.optimize(),
-        "decade": decade,
-        "measure": measure,
-        "percent": percent,
-        "ordinal": ordinal,
-        "range": range_,
-        "decimal": decimal,
-        "cardinal": cardinal,
-        "compound": compound,
-    }
