@@ -202,53 +202,62 @@ def command(module: str | None, *words: str) -> str:
     return head + " ".join(shlex.quote(str(w)) for w in words)
 
 
-def stages(params, layout: Layout, document: dict | None = None) -> dict:
-    """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`).
+class _Stages:
+    """The stages being written: each one's body in the order DVC lists its keys."""
 
-    ``document``: the params file as written.  DVC tracks only keys present in the file, so a key
-    left to its default is not listed (the default lives in ``pipeline/params.py``, a dep)."""
-    out: dict[str, dict] = {}
-    p, data = layout.params, layout.data
+    def __init__(self, layout: Layout, document: dict | None):
+        self.layout, self.document, self.out = layout, document, {}
 
-    def stage(name, cmd, deps, outs, param_keys=(), extra=None):
+    def add(self, name, cmd, deps, outs, param_keys=(), extra=None) -> None:
         body = {}
-        if layout.wdir:
-            body["wdir"] = layout.wdir
+        if self.layout.wdir:
+            body["wdir"] = self.layout.wdir
         body["cmd"] = cmd
         body["deps"] = deps
-        if document is not None:
-            param_keys = [k for k in param_keys if _has_key(document, k)]
+        if self.document is not None:
+            param_keys = [k for k in param_keys if _has_key(self.document, k)]
         if param_keys:
+            p = self.layout.params
             body["params"] = [{p: list(param_keys)}] if p != "params.yaml" else list(param_keys)
         body["outs"] = outs
         body.update(extra or {})
-        out[name] = body
+        self.out[name] = body
 
-    def nocache(path):
-        return {path: {"cache": False}}
 
+def _nocache(path: str) -> dict:
+    return {path: {"cache": False}}
+
+
+def _ingest_stages(params, stages: _Stages) -> None:
     from pipeline.ingest import readers
 
+    layout = stages.layout
+    p, data = layout.params, layout.data
     for name, entry in params.corpus_entries.items():
         modules = ["stages.ingest", readers()[entry.reader], *_language_modules(entry.lang)]
         if entry.spoken:
             modules += [*_grammar_modules(entry.lang), "pipeline.text.spoken"]
         files = [entry.user_dict, entry.model_dump().get("sources"), _label_set_file(entry.label_set)]
         files.append(_protocol_file(entry.protocol))
-        stage(
+        stages.add(
             f"ingest-{name}",
             command("stages.ingest", name, "--params", p, "--out", layout.segments(name))
             + " "
             + command(None, "--stats", f"{data}/stats/{name}.json"),
             _deps([entry.input], closure(*modules), _lexicon_dirs(entry.lang), [f for f in files if f]),
-            [layout.segments(name), nocache(f"{data}/stats/{name}.json")],
+            [layout.segments(name), _nocache(f"{data}/stats/{name}.json")],
             [f"corpora.{name}"],
         )
+
+
+def _align_stages(params, stages: _Stages) -> None:
+    layout = stages.layout
+    p, data = layout.params, layout.data
     for name, entry in params.alignments.items():
         lang = entry.lang or params.corpus_entries[entry.hyp].lang
         modules = ["stages.align", *_grammar_modules(lang)]
         ref, hyp = layout.segments(entry.ref), layout.segments(entry.hyp)
-        stage(
+        stages.add(
             f"align-{name}",
             command("stages.align", name, "--params", p, "--ref", ref, "--hyp", hyp)
             + " "
@@ -258,13 +267,18 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
                 closure(*modules),
                 [f"lexicons/{lang}"] if (ROOT / "lexicons" / lang).is_dir() else [],
             ),
-            [layout.segments(name), nocache(f"{data}/alignment/{name}.json")],
+            [layout.segments(name), _nocache(f"{data}/alignment/{name}.json")],
             [f"alignments.{name}"],
         )
+
+
+def _confusables_stages(params, stages: _Stages) -> None:
+    layout = stages.layout
+    p, data = layout.params, layout.data
     for name, entry in params.confusables.items():
         vocab = layout.segments(entry.corpus) if entry.corpus else entry.word_list
         target = f"{layout.lexicons}/confusables/{name}.parquet"
-        stage(
+        stages.add(
             f"confusables-{name}",
             command("stages.confusables", name, "--params", p, "--vocab", vocab, "--out", target)
             + " "
@@ -274,26 +288,32 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
                 closure("stages.confusables", *_g2p_modules(entry.lang), *_language_modules(entry.lang)),
                 _lexicon_dirs(entry.lang),
             ),
-            [target, nocache(f"{data}/confusables/{name}.json")],
+            [target, _nocache(f"{data}/confusables/{name}.json")],
             [f"confusables.{name}"],
         )
+
+
+def _dataset_stages(params, stages: _Stages) -> None:
+    """Per dataset: split, oversample, sequences and (when it names formats) export."""
+    layout = stages.layout
+    p, data = layout.params, layout.data
     for name, entry in params.datasets.items():
         d = functools.partial(layout.dataset, name)
         fixed = [*entry.split.test_corpora, *entry.split.fixed]
-        stage(
+        stages.add(
             f"split-{name}",
             command("stages.split", name, "--params", p, "--segments-dir", f"{data}/segments")
             + " "
             + command(None, "--out", d("split.parquet"), "--report", d("split_report.json")),
             _deps([layout.segments(c) for c in [*entry.corpora, *fixed]], closure("stages.split")),
-            [d("split.parquet"), nocache(d("split_report.json"))],
+            [d("split.parquet"), _nocache(d("split_report.json"))],
             [f"datasets.{name}.corpora", f"datasets.{name}.split"],
         )
         augment = entry.oversample.augment
         confusables = (
             f"{layout.lexicons}/confusables/{augment.confusables}.parquet" if augment and augment.confusables else None
         )
-        stage(
+        stages.add(
             f"oversample-{name}",
             command("stages.oversample", name, "--params", p, "--in", d("split.parquet"))
             + " "
@@ -302,10 +322,10 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
             + command(None, "--report", d("oversample_report.json"))
             + (" " + command(None, "--confusables", confusables) if confusables else ""),
             _deps([d("split.parquet"), confusables], closure("stages.oversample")),
-            [d("oversampled.parquet"), d("augmented.parquet"), nocache(d("oversample_report.json"))],
+            [d("oversampled.parquet"), d("augmented.parquet"), _nocache(d("oversample_report.json"))],
             [f"datasets.{name}.oversample", f"datasets.{name}.split.seed"],
         )
-        stage(
+        stages.add(
             f"sequences-{name}",
             command("stages.sequences", name, "--params", p, "--in", d("oversampled.parquet"))
             + " "
@@ -318,20 +338,42 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
                 [d("oversampled.parquet"), d("split_report.json"), d("oversample_report.json")],
                 closure("stages.sequences"),
             ),
-            [d("sequences.parquet"), d("tokenizer"), nocache(d("report.json"))],
+            [d("sequences.parquet"), d("tokenizer"), _nocache(d("report.json"))],
             [f"datasets.{name}.sequences"],
         )
         if entry.export.formats:
-            stage(
+            stages.add(
                 f"export-{name}",
                 command("stages.export", name, "--params", p, "--in", d("oversampled.parquet"), "--out", d("export")),
                 _deps([d("oversampled.parquet")], closure("stages.export")),
                 [d("export")],
                 [f"datasets.{name}.export"],
             )
+
+
+def _train_plots(reports: str, name: str) -> dict:
+    """A train stage's metrics and plots: the loss per step and the dev confusion matrix."""
+    return {
+        "metrics": [_nocache(f"{reports}/train_{name}.json")],
+        "plots": [
+            {f"{reports}/train_{name}_steps.csv": {"cache": False, "x": "step", "y": "loss"}},
+            {
+                f"{reports}/train_{name}_confusion.csv": {
+                    "cache": False,
+                    "template": "confusion_normalized",
+                    "x": "predicted",
+                    "y": "actual",
+                }
+            },
+        ],
+    }
+
+
+def _train_stages(params, stages: _Stages) -> None:
+    layout = stages.layout
+    p, reports = layout.params, layout.reports
     for name, entry in params.train_entries.items():
         d = functools.partial(layout.dataset, entry.dataset)
-        reports = layout.reports
         aug = entry.augmentation
         confusables = (
             f"{layout.lexicons}/confusables/{aug.confusables}.parquet"
@@ -340,7 +382,7 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
         )
         # segments are read only to draw augmentation or to carry case labels
         segments = [d("oversampled.parquet")] if aug is not None or entry.capitalization else []
-        stage(
+        stages.add(
             f"train-{name}",
             command("stages.train", name, "--params", p, "--dataset", f"{layout.data}/datasets/{entry.dataset}")
             + (" " + command(None, "--confusables", confusables) if confusables else "")
@@ -354,74 +396,69 @@ def stages(params, layout: Layout, document: dict | None = None) -> dict:
             ),
             [f"{layout.models}/{name}"],
             [f"train.{name}"],
-            {
-                "metrics": [nocache(f"{reports}/train_{name}.json")],
-                "plots": [
-                    {f"{reports}/train_{name}_steps.csv": {"cache": False, "x": "step", "y": "loss"}},
-                    {
-                        f"{reports}/train_{name}_confusion.csv": {
-                            "cache": False,
-                            "template": "confusion_normalized",
-                            "x": "predicted",
-                            "y": "actual",
-                        }
-                    },
-                ],
-            },
+            _train_plots(reports, name),
         )
+
+
+def _export_model_stages(params, stages: _Stages) -> None:
+    layout = stages.layout
     for name, entry in params.export_model.items():
         model, exported = f"{layout.models}/{name}", f"{layout.models}/{name}-{entry.format}"
-        stage(
+        stages.add(
             f"export-model-{name}",
-            command("stages.export_model", name, "--params", p, "--model", model, "--out", exported),
+            command("stages.export_model", name, "--params", layout.params, "--model", model, "--out", exported),
             _deps([model], closure("stages.export_model")),
             [exported],
             [f"export_model.{name}"],
         )
-    segments = [layout.segments(n) for n in params.segment_names()]
-    reports = layout.reports
-    stage(
+
+
+def _share_plot(reports: str, name: str, x: str, y: str, template: str) -> dict:
+    return {f"{reports}/{name}.csv": {"cache": False, "x": x, "y": y, "template": template}}
+
+
+def _audit_stage(params, stages: _Stages) -> None:
+    layout = stages.layout
+    data, reports = layout.data, layout.reports
+    stages.add(
         "audit",
-        command("stages.audit", "--params", p, "--data-dir", data, "--out", reports),
+        command("stages.audit", "--params", layout.params, "--data-dir", data, "--out", reports),
         _deps(
-            segments,
+            [layout.segments(n) for n in params.segment_names()],
             [f"{data}/alignment/{n}.json" for n in params.alignments],
             [layout.dataset(n, "report.json") for n in params.datasets],
             closure("stages.audit"),
             sorted({f for e in params.corpus_entries.values() if (f := _protocol_file(e.protocol))}),
         ),
-        [nocache(f"{reports}/audit.html"), nocache(f"{reports}/table1.md"), nocache(f"{reports}/paper_tables.json")],
+        [_nocache(f"{reports}/audit.html"), _nocache(f"{reports}/table1.md"), _nocache(f"{reports}/paper_tables.json")],
         extra={
-            "metrics": [nocache(f"{reports}/audit.json")],
+            "metrics": [_nocache(f"{reports}/audit.json")],
             "plots": [
-                {
-                    f"{reports}/label_shares.csv": {
-                        "cache": False,
-                        "x": "label",
-                        "y": "share",
-                        "template": "bar_horizontal",
-                    }
-                },
-                {
-                    f"{reports}/case_shares.csv": {
-                        "cache": False,
-                        "x": "case",
-                        "y": "share",
-                        "template": "bar_horizontal",
-                    }
-                },
-                {
-                    f"{reports}/sentence_lengths.csv": {
-                        "cache": False,
-                        "x": "sentence_length",
-                        "y": "sentences",
-                        "template": "bar_horizontal_sorted",
-                    }
-                },
+                _share_plot(reports, "label_shares", "label", "share", "bar_horizontal"),
+                _share_plot(reports, "case_shares", "case", "share", "bar_horizontal"),
+                _share_plot(reports, "sentence_lengths", "sentence_length", "sentences", "bar_horizontal_sorted"),
             ],
         },
     )
-    return out
+
+
+def stages(params, layout: Layout, document: dict | None = None) -> dict:
+    """The stages of the pipeline of ``params`` (a validated :class:`pipeline.params.Params`).
+
+    ``document``: the params file as written.  DVC tracks only keys present in the file, so a key
+    left to its default is not listed (the default lives in ``pipeline/params.py``, a dep)."""
+    out = _Stages(layout, document)
+    for add in (
+        _ingest_stages,
+        _align_stages,
+        _confusables_stages,
+        _dataset_stages,
+        _train_stages,
+        _export_model_stages,
+        _audit_stage,
+    ):
+        add(params, out)
+    return out.out
 
 
 PIPELINES = {

@@ -9,7 +9,7 @@ from support.training import NO_DROPOUT, TINY, as_documents, dataset, tokenizer_
 
 from pipeline.datasets.sequences import build_sequences
 from pipeline.errors import InputError
-from pipeline.labels import CASE_TO_ID, LABEL_TO_ID, LABELS
+from pipeline.labels import CASE_TO_ID, LABEL_TO_ID, LABELS, PAPERS
 from pipeline.training.inference import punctuate_words
 from pipeline.training.loop import predict_sequences, train
 from pipeline.training.metrics import case_scores, merged_scores, scores
@@ -32,7 +32,7 @@ def test_metrics_by_hand():
     assert result["slot_errors"] == {"substitutions": 1, "deletions": 1, "insertions": 1, "gold_marks": 5}
     assert result["ser"] == 0.6
     assert result["confusion"]["percent"][L["COMMA"]] == [50.0, 50.0, 0.0, 0.0]
-    merged = merged_scores(gold, pred)
+    merged = merged_scores(gold, pred, PAPERS)
     # 3 classes: PERIOD->QUESTION becomes correct
     assert merged["3_class"]["per_class"]["PERIOD"]["recall"] == 1.0
     # 2 classes: any mark vs O: tp 4, fp 1, fn 1

@@ -13,6 +13,7 @@ from support.training import as_documents, dataset, tokenizer_of, with_split
 
 from pipeline.datasets.augment import augmented, load_confusables
 from pipeline.datasets.sequences import IGNORE
+from pipeline.labels import PAPERS
 from pipeline.phonetics.confusables import CONFUSABLES_SCHEMA
 from pipeline.training.data import (
     BatchSpec,
@@ -36,7 +37,14 @@ def sample(iwslt_dev, tmp_path_factory):
 
 def spec_of(data, **kw):
     values = dict(
-        batch_size=8, max_tokens=0, pad_id=data.tokenizer.pad_token_id, pad_multiple=8, max_len=64, seed=5, case=False
+        batch_size=8,
+        max_tokens=0,
+        pad_id=data.tokenizer.pad_token_id,
+        pad_multiple=8,
+        max_len=64,
+        seed=5,
+        case=False,
+        label_set=data.label_set,
     )
     return BatchSpec(**{**values, **kw})
 
@@ -224,7 +232,7 @@ def test_augmentation_carries_case_and_surface():
     )
     seen = Counter()
     for draw in range(40):
-        out = augmented(table, {"kind": "alam", "alpha": 0.5}, draw, 1, None, None)
+        out = augmented(table, {"kind": "alam", "alpha": 0.5}, draw, 1, None, None, label_set=PAPERS)
         words, case, surface = out["words"][0].as_py(), out["case"][0].as_py(), out["surface"][0].as_py()
         assert len(words) == len(case) == len(surface) == len(out["labels"][0].as_py())
         original = dict(zip(table["words"][0].as_py(), table["case"][0].as_py()))

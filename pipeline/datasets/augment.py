@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.errors import ParamsError
-from pipeline.labels import LABEL_TO_ID, PAPERS, LabelSet
+from pipeline.labels import LABEL_TO_ID, LabelSet
 
 UNK = "[UNK]"
 
@@ -138,7 +138,8 @@ def augmented(
     confusables,
     counts: Counter | None = None,
     indices=None,
-    label_set: LabelSet = PAPERS,
+    *,
+    label_set: LabelSet,
 ) -> pa.Table:
     """The segments with a fresh augmentation draw for this epoch (``params``: kind alam | 3r and its rates).
 

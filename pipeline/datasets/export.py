@@ -44,7 +44,7 @@ import yaml
 from pipeline.engine import reading, writing
 from pipeline.engine.dataset import iter_batches, labels_of
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import CASE_LABELS, PAPERS, RENDERED_MARK, LabelSet
+from pipeline.labels import CASE_LABELS, RENDERED_MARK, LabelSet
 from pipeline.schema import SEGMENT_SCHEMA
 from pipeline.text.case import apply_case
 
@@ -133,7 +133,7 @@ def _script_marks(lang: str, label_set: LabelSet) -> dict[str, str]:
     return label_set.rendered(scripts[0] if scripts else None)
 
 
-def _hf_table(table: pa.Table, label_set: LabelSet = PAPERS) -> pa.Table:
+def _hf_table(table: pa.Table, label_set: LabelSet) -> pa.Table:
     """The segment columns with labels and case as class ids (the ``ClassLabel`` storage)."""
     columns = []
     for name in SEGMENT_SCHEMA.names:
@@ -145,6 +145,106 @@ def _hf_table(table: pa.Table, label_set: LabelSet = PAPERS) -> pa.Table:
             column = pa.ListArray.from_arrays(pc.subtract(lists.offsets, lists.offsets[0]), ids)
         columns.append(column)
     return pa.table(columns, names=SEGMENT_SCHEMA.names)
+
+
+class _Tally:
+    """What an export counts as it writes: per split its segments, words and labels; (nemo) the
+    words kept whole, with a few examples, and the segments without words left out."""
+
+    def __init__(self):
+        self.segments: Counter = Counter()
+        self.words: Counter = Counter()
+        self.labels: dict[str, Counter] = {}
+        self.kept_whole: Counter = Counter()
+        self.kept_examples: list[str] = []
+        self.empty: Counter = Counter()
+
+    def add(self, split: str, table: pa.Table) -> None:
+        flat_labels = pc.list_flatten(table["labels"])
+        self.segments[split] += table.num_rows
+        self.words[split] += len(flat_labels)
+        counts = self.labels.setdefault(split, Counter())
+        for item in pc.value_counts(flat_labels).to_pylist():
+            counts[item["values"]] += item["counts"]
+
+    def keep_whole(self, split: str, words: list[str]) -> None:
+        for word in words:
+            if nemo_splits_word(word):
+                self.kept_whole[split] += 1
+                if len(self.kept_examples) < 10 and word not in self.kept_examples:
+                    self.kept_examples.append(word)
+
+
+class _HfParts:
+    """hf: each batch a Parquet part of its split, ``data/<split>-NNNNN.parquet`` (fingerprinted
+    once all are written, :func:`_fingerprint_parts`); ``parts``: the last part's number per split."""
+
+    def __init__(self, folder: Path, label_set: LabelSet):
+        self.data, self.label_set = folder / "data", label_set
+        self.parts: dict[str, int] = {}
+        self.data.mkdir()
+
+    def write(self, split: str, table: pa.Table) -> None:
+        k = self.parts[split] = self.parts.get(split, -1) + 1
+        writing.write_parquet(_hf_table(table, self.label_set), self.data / f"{split}-{k:05d}.parquet")
+
+
+class _TextFiles:
+    """tsv and nemo: a split's lines appended to its file (tsv) or its two files (nemo), opened on
+    the split's first rows and closed with ``files``."""
+
+    def __init__(self, folder: Path, fmt: str, files: contextlib.ExitStack, case_column: bool, label_set, tally):
+        self.folder, self.fmt, self.files, self.case_column = folder, fmt, files, case_column
+        self.label_set, self.tally = label_set, tally
+        self.handles: dict[str, list] = {}
+        self.marks_of_lang: dict[str, dict[str, str]] = {}
+
+    def _open(self, split: str) -> list:
+        if split not in self.handles:
+            names = [f"{split}.tsv"] if self.fmt == "tsv" else [f"{split}/text.txt", f"{split}/labels.txt"]
+            (self.folder / names[0]).parent.mkdir(exist_ok=True)
+            handles = self.handles[split] = []
+            for n in names:
+                handle = open(self.folder / n, "w", encoding="utf-8")  # noqa: SIM115 (closed with files)
+                handles.append(self.files.enter_context(handle))
+        return self.handles[split]
+
+    def write(self, split: str, table: pa.Table) -> None:
+        handles = self._open(split)
+        columns = [table[name].to_pylist() for name in ("words", "labels", "case", "surface", "lang")]
+        for seg_words, labels, case, surface, lang in zip(*columns):
+            if self.fmt == "tsv":
+                handles[0].write(tsv_lines(seg_words, labels, case if self.case_column else None))
+                continue
+            if not seg_words:  # NeMo would read an empty line as an example without words
+                self.tally.empty[split] += 1
+                continue
+            self.tally.keep_whole(split, seg_words)
+            if lang not in self.marks_of_lang:
+                self.marks_of_lang[lang] = _script_marks(lang, self.label_set)
+            text, label_line = nemo_lines(seg_words, labels, case, surface, self.marks_of_lang[lang])
+            handles[0].write(text + "\n")
+            handles[1].write(label_line + "\n")
+
+
+def _export_report(fmt: str, tally: _Tally, label_set: LabelSet, unsplit: set, split_name: str) -> dict:
+    splits = sorted(tally.segments)
+    report = {
+        "kind": f"export-{fmt}",
+        "splits": splits,
+        "segments": {s: tally.segments[s] for s in splits},
+        "words": {s: tally.words[s] for s in splits},
+        "labels": {s: {label: tally.labels[s][label] for label in label_set.labels} for s in splits},
+    }
+    if not label_set.is_papers:
+        report["label_set"] = label_set.record()
+    if unsplit:
+        report["unsplit_rows_as"] = split_name
+    if fmt == "nemo":
+        report["kept_whole"] = dict(sorted(tally.kept_whole.items()))
+        report["kept_whole_examples"] = tally.kept_examples
+        report["skipped_empty_segments"] = dict(sorted(tally.empty.items()))
+    return report
 
 
 def export_datasets(
@@ -167,72 +267,21 @@ def export_datasets(
         raise ParamsError(problem)
     inputs = [Path(p) for p in inputs]
     label_set = labels_of(inputs)  # one label set, or a one-line refusal naming two
-    marks_of_lang: dict[str, dict[str, str]] = {}
     unsplit: set[str] = set()
-    segments: Counter = Counter()
-    words: Counter = Counter()
-    label_counts: dict[str, Counter] = {}
-    kept_whole: Counter = Counter()
-    empty: Counter = Counter()
-    kept_examples: list[str] = []
+    tally = _Tally()
     with writing.Outputs(inputs=inputs) as outputs:
         folder = outputs.dataset(out, kind=f"export-{fmt}")
-        handles: dict[str, list] = {}
-        hf_parts: dict[str, int] = {}
-        if fmt == "hf":
-            (folder / "data").mkdir()
         with contextlib.ExitStack() as files:
+            if fmt == "hf":
+                writer = _HfParts(folder, label_set)
+            else:
+                writer = _TextFiles(folder, fmt, files, case_column, label_set, tally)
             for split, table in _batches(inputs, split_name, unsplit):
-                flat_labels = pc.list_flatten(table["labels"])
-                segments[split] += table.num_rows
-                words[split] += len(flat_labels)
-                counts = label_counts.setdefault(split, Counter())
-                for item in pc.value_counts(flat_labels).to_pylist():
-                    counts[item["values"]] += item["counts"]
-                if fmt == "hf":
-                    k = hf_parts[split] = hf_parts.get(split, -1) + 1
-                    writing.write_parquet(_hf_table(table, label_set), folder / "data" / f"{split}-{k:05d}.parquet")
-                    continue
-                if split not in handles:
-                    names = [f"{split}.tsv"] if fmt == "tsv" else [f"{split}/text.txt", f"{split}/labels.txt"]
-                    (folder / names[0]).parent.mkdir(exist_ok=True)
-                    handles[split] = [files.enter_context(open(folder / n, "w", encoding="utf-8")) for n in names]
-                columns = [table[name].to_pylist() for name in ("words", "labels", "case", "surface", "lang")]
-                for seg_words, labels, case, surface, lang in zip(*columns):
-                    if fmt == "tsv":
-                        handles[split][0].write(tsv_lines(seg_words, labels, case if case_column else None))
-                        continue
-                    if not seg_words:  # NeMo would read an empty line as an example without words
-                        empty[split] += 1
-                        continue
-                    for word in seg_words:
-                        if nemo_splits_word(word):
-                            kept_whole[split] += 1
-                            if len(kept_examples) < 10 and word not in kept_examples:
-                                kept_examples.append(word)
-                    if lang not in marks_of_lang:
-                        marks_of_lang[lang] = _script_marks(lang, label_set)
-                    text, label_line = nemo_lines(seg_words, labels, case, surface, marks_of_lang[lang])
-                    handles[split][0].write(text + "\n")
-                    handles[split][1].write(label_line + "\n")
-        splits = sorted(segments)
-        report = {
-            "kind": f"export-{fmt}",
-            "splits": splits,
-            "segments": {s: segments[s] for s in splits},
-            "words": {s: words[s] for s in splits},
-            "labels": {s: {label: label_counts[s][label] for label in label_set.labels} for s in splits},
-        }
-        if not label_set.is_papers:
-            report["label_set"] = label_set.record()
-        if unsplit:
-            report["unsplit_rows_as"] = split_name
-        if fmt == "nemo":
-            report["kept_whole"] = dict(sorted(kept_whole.items()))
-            report["kept_whole_examples"] = kept_examples
-            report["skipped_empty_segments"] = dict(sorted(empty.items()))
+                tally.add(split, table)
+                writer.write(split, table)
+        report = _export_report(fmt, tally, label_set, unsplit, split_name)
         if fmt == "hf":
-            report["fingerprint"] = _fingerprint_parts(folder / "data", hf_parts)
+            report["fingerprint"] = _fingerprint_parts(folder / "data", writer.parts)
             _write_card(folder, report, card or {}, label_set)
         for path in folder.rglob("*"):
             writing.make_readable(path)
@@ -290,7 +339,7 @@ def dataset_card(params, name: str, command: str) -> dict:
     }
 
 
-def hf_features(label_set: LabelSet = PAPERS) -> dict:
+def hf_features(label_set: LabelSet) -> dict:
     """The features of an hf export in the YAML of a dataset card (``dataset_info.features``)."""
 
     def class_label(names):
@@ -310,7 +359,7 @@ def hf_features(label_set: LabelSet = PAPERS) -> dict:
     return [{"name": name, **types[name]} for name in SEGMENT_SCHEMA.names]
 
 
-def _write_card(folder: Path, report: dict, card: dict, label_set: LabelSet = PAPERS) -> None:
+def _write_card(folder: Path, report: dict, card: dict, label_set: LabelSet) -> None:
     splits = report["splits"]
     header = {
         "configs": [

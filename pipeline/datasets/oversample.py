@@ -50,7 +50,7 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError
-from pipeline.labels import PAPERS, QUESTION, LabelSet, file_metadata
+from pipeline.labels import QUESTION, LabelSet, file_metadata
 from pipeline.params import EngineParams, OversampleParams
 from pipeline.schema import SCHEMA_NAME, concat, flat_codes, papers_codes, with_column
 
@@ -79,7 +79,7 @@ def _train(table: pa.Table) -> np.ndarray:
     return pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
 
 
-def _question_rows(table: pa.Table, label_set: LabelSet = PAPERS) -> np.ndarray:
+def _question_rows(table: pa.Table, label_set: LabelSet) -> np.ndarray:
     """Rows whose last label is a QUESTION (a question sentence; in another label set, a label that
     merges to QUESTION)."""
     labels = table["labels"].combine_chunks()
@@ -118,7 +118,7 @@ def _documents(table: pa.Table, train: np.ndarray) -> _Documents:
 class _Tally:
     """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train rows."""
 
-    def __init__(self, label_set: LabelSet = PAPERS):
+    def __init__(self, label_set: LabelSet):
         self.label_set = label_set
 
     def __call__(self, shard: RowShard) -> StepResult:
@@ -178,7 +178,7 @@ class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
     def __init__(
-        self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, label_set=PAPERS
+        self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, label_set: LabelSet
     ):
         # plan: the folder of the per-shard numbers (:func:`_save_before`)
         self.label_set = label_set
@@ -265,7 +265,17 @@ class _Write:
     _loaded: dict = {}
 
     def __init__(
-        self, folder, runs, augment, seed, plan, vocabulary, confusables, augmented_folder, n_shards, label_set=PAPERS
+        self,
+        folder,
+        runs,
+        augment,
+        seed,
+        plan,
+        vocabulary,
+        confusables,
+        augmented_folder,
+        n_shards,
+        label_set: LabelSet,
     ):
         self.label_set = label_set
         self.folder, self.runs = None if folder is None else str(folder), runs
@@ -455,6 +465,79 @@ class _TrainWords:
         return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
 
 
+def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch, label_set: LabelSet):
+    """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards.
+    Returns the copies folder (None: no copies), the number of runs of its sender index and the
+    copies each shard receives."""
+    words = sum(t["words"] for t in tallies)
+    questions = sum(t["questions"] for t in tallies)
+    m = sum(t["question_rows"] for t in tallies)
+    if not (target and m and words and questions / words < target):
+        return None, 0, np.zeros(len(shards), np.int64)
+    q_words = sum(t["question_words"] for t in tallies)
+    q_labels = sum(t["question_labels"] for t in tallies)
+    gain = (q_labels - target * q_words) / m  # what one copy adds, on average
+    if gain <= 0:
+        raise ParamsError(
+            f"oversample.question_share {target} cannot be reached: question sentences are "
+            f"themselves only {q_labels / q_words:.4f} QUESTION"
+        )
+    k = math.ceil((target * words - questions) / gain)
+    offset = float(np.random.default_rng([seed, 15]).random())
+    langs = sorted({lang for t in tallies for lang in t["docs"]})
+    docs = np.array([[t["docs"].get(lang, 0) for lang in langs] for t in tallies], np.int64)
+    plan = location.join(scratch, "plan")
+    _save_before(plan, "docs_before.bin", docs)  # per shard, per language
+    _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
+    docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
+    copies_folder = location.join(scratch, "copies")
+    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, label_set)
+    index = _SenderIndex(copies_folder, len(shards))
+    # results in shard order (each_step runs to its end, which logs the pass's time)
+    for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
+        index.add(shards[n].index, *result.payload)
+    runs = index.close()
+    log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
+    return copies_folder, runs, index.incoming
+
+
+def _vocabulary_file(runner, shards, scratch, augment: dict | None, confusables) -> str | None:
+    """3R's train vocabulary, written to the scratch folder for pass 3 (None for other augmentation);
+    a bad confusables table is refused here, before the pass."""
+    if augment is None or augment["kind"] != "3r":
+        return None
+    vocabulary = location.join(scratch, "vocabulary.arrow")
+    train_vocabulary = pa.array(_vocabulary(runner, shards), pa.string())
+    writing.write_arrow_in_place(pa.table({"word": train_vocabulary}), vocabulary)
+    if confusables:
+        from pipeline.datasets.augment import check_confusables
+
+        check_confusables(confusables)
+    return vocabulary
+
+
+def _oversample_report(tallies: list[dict], target: float, augment: dict | None, stats) -> dict:
+    """QUESTION's share of train's words before and after, and the augmentation copies' size."""
+    words = sum(t["words"] for t in tallies)
+    questions = sum(t["questions"] for t in tallies)
+    report: dict = {}
+    if target:
+        after = stats["train_questions"] / stats["train_words"] if stats["train_words"] else 0.0
+        report["oversampling"] = {
+            "before": round(questions / words, 6) if words else 0.0,
+            "inserted": int(stats["inserted"]),
+            "after": round(after, 6),
+        }
+    if augment is not None:
+        report["augmentation"] = {
+            "kind": augment["kind"],
+            "copies": augment["copies"],
+            "train_words": int(stats["train_words"]),
+            "augmented_words_per_copy": round(stats["augmented_words"] / augment["copies"], 1),
+        }
+    return report
+
+
 def oversample_dataset(
     source: str | os.PathLike,
     params: OversampleParams,
@@ -481,49 +564,13 @@ def oversample_dataset(
             shards = row_shards(source, engine.shard_rows, runner)
             step = _Tally(label_set)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
-            words = sum(t["words"] for t in tallies)
-            questions = sum(t["questions"] for t in tallies)
-            incoming = np.zeros(len(shards), np.int64)
-            copies_folder, runs = None, 0
-            target = params.question_share
-            m = sum(t["question_rows"] for t in tallies)
-            if target and m and words and questions / words < target:
-                q_words = sum(t["question_words"] for t in tallies)
-                q_labels = sum(t["question_labels"] for t in tallies)
-                gain = (q_labels - target * q_words) / m  # what one copy adds, on average
-                if gain <= 0:
-                    raise ParamsError(
-                        f"oversample.question_share {target} cannot be reached: question sentences are "
-                        f"themselves only {q_labels / q_words:.4f} QUESTION"
-                    )
-                k = math.ceil((target * words - questions) / gain)
-                offset = float(np.random.default_rng([seed, 15]).random())
-                langs = sorted({lang for t in tallies for lang in t["docs"]})
-                docs = np.array([[t["docs"].get(lang, 0) for lang in langs] for t in tallies], np.int64)
-                _save_before(plan, "docs_before.bin", docs)  # per shard, per language
-                _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
-                docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
-                copies_folder = location.join(scratch, "copies")
-                step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, label_set)
-                index = _SenderIndex(copies_folder, len(shards))
-                # results in shard order (each_step runs to its end, which logs the pass's time)
-                for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
-                    index.add(shards[n].index, *result.payload)
-                runs = index.close()
-                incoming = index.incoming
-                log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
+            copies_folder, runs, incoming = _question_copies(
+                runner, shards, tallies, params.question_share, seed, scratch, label_set
+            )
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
             _save_before(plan, "train_before.bin", train_rows)
-            vocabulary = None
-            if augment is not None and augment["kind"] == "3r":
-                vocabulary = location.join(scratch, "vocabulary.arrow")
-                train_vocabulary = pa.array(_vocabulary(runner, shards), pa.string())
-                writing.write_arrow_in_place(pa.table({"word": train_vocabulary}), vocabulary)
-                if confusables:
-                    from pipeline.datasets.augment import check_confusables
-
-                    check_confusables(confusables)  # a bad table named here, before the pass
+            vocabulary = _vocabulary_file(runner, shards, scratch, augment, confusables)
             write = _Write(
                 copies_folder, runs, augment, seed, plan, vocabulary,
                 confusables if vocabulary is not None else None, augmented_folder, len(shards), label_set,
@@ -543,21 +590,6 @@ def oversample_dataset(
                 **protocol_entry(source),
             },
         )
-        out_report: dict = {}
-        stats = counts.stats
-        if target:
-            after = stats["train_questions"] / stats["train_words"] if stats["train_words"] else 0.0
-            out_report["oversampling"] = {
-                "before": round(questions / words, 6) if words else 0.0,
-                "inserted": int(stats["inserted"]),
-                "after": round(after, 6),
-            }
-        if augment is not None:
-            out_report["augmentation"] = {
-                "kind": augment["kind"],
-                "copies": augment["copies"],
-                "train_words": int(stats["train_words"]),
-                "augmented_words_per_copy": round(stats["augmented_words"] / augment["copies"], 1),
-            }
+        out_report = _oversample_report(tallies, params.question_share, augment, counts.stats)
         writing.write_json_in_place(out_report, report_path)
     return out_report

@@ -46,7 +46,7 @@ from pipeline.engine.dataset import (
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
-from pipeline.labels import LABELS, PAPERS, SENTENCE_END_IDS, LabelSet
+from pipeline.labels import LABELS, SENTENCE_END_IDS, LabelSet
 from pipeline.params import SPLIT_NAMES, EngineParams, SplitParams
 from pipeline.schema import SCHEMA_NAME, SEGMENT_SCHEMA, papers_codes, with_column
 
@@ -85,9 +85,10 @@ class SplitInput:
     corpus: str
     path: str
     fixed: str | None = None
-    #: the label set of the inputs (one for all): marks and sentence ends are counted by their
-    #: papers class, so a corpus splits the same whatever set it was labelled in
-    labels: LabelSet = PAPERS
+    #: the label set of the inputs (one for all; :func:`split_dataset` reads it from their footers):
+    #: marks and sentence ends are counted by their papers class, so a corpus splits the same
+    #: whatever set it was labelled in
+    labels: LabelSet | None = None
 
 
 @dataclass
@@ -211,7 +212,7 @@ _END_CODES = sorted(SENTENCE_END_IDS)
 
 
 def _marks(
-    table: pa.Table, codes, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int, label_set: LabelSet = PAPERS
+    table: pa.Table, codes, keep: np.ndarray | None, row_doc: np.ndarray, n_docs: int, label_set: LabelSet
 ) -> np.ndarray:
     """Each document's stratum as a bit mask of the marks it has, over all its kept segments (a
     document of ten sentences is one stratum among at most eight, so small strata do not all round
@@ -522,6 +523,82 @@ def expected_splits(params: SplitParams, inputs) -> list[str]:
     return [name for name in SPLIT_NAMES if name in named]
 
 
+def _count_rule(runner, shards, inputs, params: SplitParams, keys_folder, out) -> tuple[Rule, dict]:
+    """The rule of count splits: the N smallest document keys, given out in the order the counts
+    are given; and per split the documents asked for and got (fewer documents than asked: a
+    warning, or with ``strict`` a refusal)."""
+    n = sum(params.counts.values())
+    step = _SmallestKeys(inputs, params, n, keys_folder)
+    found = each_step(runner, step, shards, label="split: document keys")
+    keys = heapq.nsmallest(n, (k for r in found for k in r.payload[0]))
+    bounds, taken = [], 0
+    for name, count in params.counts.items():
+        if count:
+            taken += count
+            if taken <= len(keys):
+                bounds.append((keys[taken - 1], name))
+            elif taken - count < len(keys):
+                bounds.append((keys[-1], name))
+    filled = counts_filled(params.counts, len(keys))
+    short = {name: got for name, got in filled.items() if got["got"] < got["asked"]}
+    if short:
+        what = ", ".join(f"{name} {got['got']} of {got['asked']}" for name, got in short.items())
+        message = f"split counts ask for {n} documents and the corpora have {len(keys)}: documents per split {what}"
+        if params.strict:
+            raise InputError(f"{out}: {message} (strict: true)")
+        log.warning("%s: %s", out, message)
+    return Rule("counts", tuple(bounds)), filled
+
+
+def _write_splits(runner, shards, inputs, params: SplitParams, rule, scratch, keys_folder, folder, label_set):
+    """The written pass, and the segments found in several splits (by hash): found before the
+    written pass when train's duplicates are dropped in it (their hashes collected), else in that
+    same pass.  Returns the pass's results and the overlaps."""
+    exchange = location.join(scratch, "hashes")
+    segments = {"seg": [("seg", s) for s in SPLIT_NAMES]}
+    shard_ids = [s.index for s in shards]
+    if params.drop_train_duplicates:
+        step = _HashSegments(inputs, params, rule, exchange, keys_folder)
+        written = sum(r.payload for r in run_step(runner, step, shards, label="split: hashes"))
+        collect = {"seg": SPLIT_NAMES.index("train")}
+        overlaps, collected = hashsets.reduce(
+            runner, exchange, shard_ids, segments, written, collect=collect, label="split: duplicates"
+        )
+        drop = location.join(scratch, "train_duplicates.bin")
+        writing.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
+        write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
+        results = run_step(runner, write, shards, folder, "split", label_set)
+    else:
+        write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
+        results = run_step(runner, write, shards, folder, "split", label_set)
+        written = sum(r.payload for r in results)
+        overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
+    return results, overlaps
+
+
+def _split_report(counts, params: SplitParams, inputs, overlaps, filled: dict | None, out) -> dict:
+    """The split's counts, per split and in all; an empty split a model would be scored on is
+    named (and warned about); the segments in several splits."""
+    report = {key: int(value) for key, value in sorted(counts.stats.items()) if not key.startswith(_PER_SPLIT)}
+    report["splits"] = per_split(counts.stats)
+    empty = [name for name in expected_splits(params, inputs) if not report["splits"][name]["documents"]]
+    if empty:
+        report["empty_splits"] = empty
+        documents = sum(split["documents"] for split in report["splits"].values())
+        log.warning(
+            "%s: no documents in split %s (%d documents in all): a model cannot be scored on an empty split",
+            out,
+            ", ".join(empty),
+            documents,
+        )
+    report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
+    if params.drop_train_duplicates:
+        report.setdefault("train_duplicates_dropped", 0)
+    if filled is not None:
+        report["counts"] = filled
+    return report
+
+
 def split_dataset(
     inputs: list[SplitInput],
     params: SplitParams,
@@ -537,60 +614,20 @@ def split_dataset(
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
-        exchange, keys_folder = location.join(scratch, "hashes"), location.join(scratch, "keys")
+        keys_folder = location.join(scratch, "keys")
         location.make_folder(keys_folder)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             shards = row_shards([i.path for i in inputs], engine.shard_rows, runner)
-            rule = None
+            rule, filled = None, None
             if params.counts is not None:
-                n = sum(params.counts.values())
-                step = _SmallestKeys(inputs, params, n, keys_folder)
-                found = each_step(runner, step, shards, label="split: document keys")
-                keys = heapq.nsmallest(n, (k for r in found for k in r.payload[0]))
-                bounds, taken = [], 0
-                for name, count in params.counts.items():
-                    if count:
-                        taken += count
-                        if taken <= len(keys):
-                            bounds.append((keys[taken - 1], name))
-                        elif taken - count < len(keys):
-                            bounds.append((keys[-1], name))
-                filled = counts_filled(params.counts, len(keys))
-                short = {name: got for name, got in filled.items() if got["got"] < got["asked"]}
-                if short:
-                    what = ", ".join(f"{name} {got['got']} of {got['asked']}" for name, got in short.items())
-                    message = (
-                        f"split counts ask for {n} documents and the corpora have {len(keys)}: "
-                        f"documents per split {what}"
-                    )
-                    if params.strict:
-                        raise InputError(f"{out}: {message} (strict: true)")
-                    log.warning("%s: %s", out, message)
-                rule = Rule("counts", tuple(bounds))
+                rule, filled = _count_rule(runner, shards, inputs, params, keys_folder, out)
             elif params.stratify:
                 rule = _stratified_rule(runner, shards, inputs, params, keys_folder)
             elif params.ratios is not None:
                 rule = ratio_rule(params.ratios)
-            # the segments in several splits, by hash: found before the written pass when train's
-            # duplicates are dropped in it (their hashes collected), else in that same pass
-            segments = {"seg": [("seg", s) for s in SPLIT_NAMES]}
-            shard_ids = [s.index for s in shards]
-            if params.drop_train_duplicates:
-                step = _HashSegments(inputs, params, rule, exchange, keys_folder)
-                written = sum(r.payload for r in run_step(runner, step, shards, label="split: hashes"))
-                collect = {"seg": SPLIT_NAMES.index("train")}
-                overlaps, collected = hashsets.reduce(
-                    runner, exchange, shard_ids, segments, written, collect=collect, label="split: duplicates"
-                )
-                drop = location.join(scratch, "train_duplicates.bin")
-                writing.write_bytes_in_place(collected.get("seg", np.zeros(0, np.uint64)), drop)
-                write = _WriteSplit(inputs, params, rule, None, drop, keys_folder)
-                results = run_step(runner, write, shards, folder, "split", label_set)
-            else:
-                write = _WriteSplit(inputs, params, rule, exchange, None, keys_folder)
-                results = run_step(runner, write, shards, folder, "split", label_set)
-                written = sum(r.payload for r in results)
-                overlaps, _ = hashsets.reduce(runner, exchange, shard_ids, segments, written, label="split: duplicates")
+            results, overlaps = _write_splits(
+                runner, shards, inputs, params, rule, scratch, keys_folder, folder, label_set
+            )
         counts = counts_of(results)
         finish(
             folder,
@@ -600,23 +637,7 @@ def split_dataset(
             **manifest_entry(label_set),
             **protocol_entry([i.path for i in inputs]),
         )
-        out_report = {key: int(value) for key, value in sorted(counts.stats.items()) if not key.startswith(_PER_SPLIT)}
-        out_report["splits"] = per_split(counts.stats)
-        empty = [name for name in expected_splits(params, inputs) if not out_report["splits"][name]["documents"]]
-        if empty:
-            out_report["empty_splits"] = empty
-            documents = sum(split["documents"] for split in out_report["splits"].values())
-            log.warning(
-                "%s: no documents in split %s (%d documents in all): a model cannot be scored on an empty split",
-                out,
-                ", ".join(empty),
-                documents,
-            )
-        out_report["duplicates_across_splits"] = duplicates_report(overlaps["seg"])
-        if params.drop_train_duplicates:
-            out_report.setdefault("train_duplicates_dropped", 0)
-        if params.counts is not None:
-            out_report["counts"] = filled
+        out_report = _split_report(counts, params, inputs, overlaps, filled, out)
         writing.write_json_in_place(out_report, report_path)
     return out_report
 

@@ -413,13 +413,13 @@ class BatchSpec:
     max_len: int
     seed: int
     case: bool
+    label_set: LabelSet
     segments: bool = False  # windows hold segments to augment and tokenize (else sequences)
     tokenizer: object = None
     options: SequenceOptions = field(default_factory=SequenceOptions)
     augmentation: dict | None = None
     vocabulary: list[str] | None = None
     confusables: dict[str, list[str]] | None = None
-    label_set: LabelSet = PAPERS
 
 
 class EpochBatches(torch.utils.data.IterableDataset):
@@ -565,10 +565,10 @@ class TrainingData:
     sequences: list[Path]
     segments: list[Path] | None
     tokenizer: object
+    #: the dataset's label set (its sequences' manifest; the segments must have the same)
+    label_set: LabelSet
     options: SequenceOptions = field(default_factory=SequenceOptions)
     confusables: dict[str, list[str]] | None = None
-    #: the dataset's label set (its sequences' manifest; the segments must have the same)
-    label_set: LabelSet = PAPERS
     #: the dataset folder, and the tokenizer its sequences were built with (``sequences.tokenizer``:
     #: ``train`` or a pretrained name or folder; None where the dataset does not record it)
     folder: Path | None = None

@@ -4,7 +4,7 @@ back from their labels.  Importing this module imports no torch."""
 
 from __future__ import annotations
 
-from pipeline.labels import CASE_LABELS, PAPERS
+from pipeline.labels import CASE_LABELS
 from pipeline.text.case import restore_case
 from pipeline.training.punctuator import Punctuator, TorchRunner, WordPieces, crf_arrays
 
@@ -29,7 +29,7 @@ def predict_words(
     ``window`` words and ``max_len`` tokens, batched ``batch_size`` windows (and ``batch_tokens``
     padded tokens) at a time; a word seen by two windows takes their probabilities averaged, weighted
     by its distance from each window's cut edges."""
-    label_set = getattr(model, "label_set", PAPERS)
+    label_set = model.label_set  # the labels its head predicts
     meta = {
         "labels": list(label_set.labels),
         **({} if label_set.is_papers else {"label_set": label_set.record()}),

@@ -44,7 +44,6 @@ import torch
 from pipeline.datasets.sequences import IGNORE
 from pipeline.engine import writing
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import PAPERS
 from pipeline.params import TrainParams, validate_train_params
 from pipeline.training.checks import check_inputs
 from pipeline.training.data import (
@@ -158,7 +157,7 @@ def evaluate(model, sequences, pad_id: int, device, batch_size: int = 64, bf16: 
                 kept = [(c, q) for c, q in zip(at, cases[k]) if c != IGNORE]
                 case_gold += [c for c, _ in kept]
                 case_pred += [q for _, q in kept]
-    label_set = getattr(model, "label_set", PAPERS)
+    label_set = model.label_set  # the labels its head predicts
     labels = label_set.labels
     result = {
         "overall": scores(np.array(gold_all, dtype=np.int64), np.array(pred_all, dtype=np.int64), labels),
@@ -235,6 +234,260 @@ def make_accelerator(params: TrainParams):
     return Accelerator(cpu=cpu, mixed_precision="no", kwargs_handlers=[ddp])
 
 
+def _batch_spec(model, data: TrainingData, params: TrainParams) -> BatchSpec:
+    """How the train split becomes micro-batches: sizes, padding, and (with ``augmentation``)
+    the segments augmentation draws from."""
+    tokenizer = data.tokenizer
+    return BatchSpec(
+        batch_size=params.batch_size,
+        max_tokens=params.max_tokens,
+        pad_id=tokenizer.pad_token_id,
+        pad_multiple=params.pad_to_multiple_of,
+        max_len=data.options.max_len,
+        seed=params.seed,
+        case=model.capitalization,
+        segments=params.augmentation is not None,
+        tokenizer=tokenizer,
+        options=data.options,
+        augmentation=params.augmentation.model_dump() if params.augmentation else None,
+        confusables=data.confusables,
+        label_set=data.label_set,
+    )
+
+
+def _train_rows(data: TrainingData, params: TrainParams, spec: BatchSpec):
+    """The train split's sequences (they size the schedule) and the rows the epochs draw from:
+    the sequences, or the segments where augmentation rebuilds sequences every epoch."""
+    sequence_index = index_rows(data.sequences, "train", lengths=True)
+    if not len(sequence_index):
+        raise InputError(f"{data.sequences[0].parent}: no train rows")
+    if not spec.segments:
+        return sequence_index, sequence_index
+    index = index_rows(data.segments, "train")
+    if params.augmentation.kind == "3r" and params.augmentation.p_substitute > 0:
+        spec.vocabulary = vocabulary_of(data.segments)
+    return sequence_index, index
+
+
+def _total_steps(per_epoch: int, params: TrainParams) -> int:
+    """The schedule's length: the dataset's sequences (augmented epochs have about as many)."""
+    total = max(1, math.ceil(per_epoch / params.grad_accumulation) * params.epochs)
+    return min(total, params.max_steps) if params.max_steps else total
+
+
+def _prepare(accelerator, model, params: TrainParams, total: int):
+    """The model and AdamW (separate encoder and head learning rates) prepared by the accelerator,
+    and the linear warm-up and decay schedule over ``total`` steps, checkpointed with them."""
+    from transformers import get_linear_schedule_with_warmup
+
+    groups = model.parameter_groups(params.encoder_lr, params.head_lr, params.weight_decay)
+    optimizer = torch.optim.AdamW(groups, fused=accelerator.device.type == "cuda")
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(params.warmup * total), total)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    accelerator.register_for_checkpointing(scheduler)
+    return model, optimizer, scheduler
+
+
+def _folders(model_dir, checkpoint_dir) -> tuple[Path | None, Path | None]:
+    """The best model's folder and the resumable checkpoints' (by default ``model_dir/checkpoints``)."""
+    model_dir = Path(model_dir) if model_dir is not None else None
+    if checkpoint_dir is None and model_dir is not None:
+        checkpoint_dir = model_dir / "checkpoints"
+    return model_dir, Path(checkpoint_dir) if checkpoint_dir is not None else None
+
+
+def _resumed_state(accelerator, checkpoint_dir: Path | None, resume: bool) -> LoopState:
+    """A fresh loop state, or (``resume``) the newest checkpoint's, loaded into the prepared
+    model, optimizer, scheduler and RNGs."""
+    found = checkpoints(checkpoint_dir) if resume and checkpoint_dir is not None else []
+    if found:
+        accelerator.load_state(str(found[-1]))
+        state = LoopState(**json.loads((found[-1] / "loop_state.json").read_text()))
+        logger.info("resuming from %s (epoch %d, step %d)", found[-1], state.epoch + 1, state.step)
+        return state
+    if resume:
+        logger.info("resume: no checkpoint in %s, starting afresh", checkpoint_dir)
+    return LoopState()
+
+
+@dataclass
+class _Run:
+    """One training run's fixed parts, shared by its epochs and steps."""
+
+    accelerator: object
+    model: object  # as prepared: wrapped for DDP between processes
+    unwrapped: object
+    optimizer: object
+    scheduler: object
+    params: TrainParams
+    data: TrainingData
+    spec: BatchSpec
+    index: object  # the rows the epochs draw from (:func:`_train_rows`)
+    per_epoch: int  # micro-batches of an epoch, for the progress bar
+    bf16: bool
+    lexicon: dict
+    model_dir: Path | None
+    checkpoint_dir: Path | None
+    on_step: object
+    log: object
+    pending: list = field(default_factory=list)  # (step's log entry, its losses on the device)
+
+    @property
+    def device(self):
+        return self.accelerator.device
+
+    @property
+    def world(self) -> int:
+        return self.accelerator.num_processes
+
+    @property
+    def case_weight(self) -> float:
+        return self.params.capitalization.weight if self.params.capitalization else 0.0
+
+    def flush(self, state: LoopState) -> None:
+        """Read the pending steps' losses back from the device (summed over processes) into the log."""
+        if not self.pending:
+            return
+        values = torch.stack([v for _, v in self.pending])
+        if self.world > 1:
+            values = self.accelerator.reduce(values, "sum")
+        if self.world > 1:
+            values[:, 2] /= self.world  # every process holds the same norm
+        for (meta, _), v in zip(self.pending, values.tolist()):
+            meta["loss"] = round(v[0], 5)
+            if self.case_weight:
+                meta["case_loss"] = round(v[1], 5)
+            meta["grad_norm"] = round(v[2], 5)
+            state.history["steps"].append(meta)
+        self.pending.clear()
+
+    def save_best(self) -> None:
+        from pipeline.training.model import save_checkpoint
+
+        if self.model_dir is not None and self.accelerator.is_main_process:
+            tokenizer, options = self.data.tokenizer, self.data.options.as_dict()
+            save_checkpoint(self.unwrapped, tokenizer, self.params, self.model_dir, options, self.lexicon)
+        self.accelerator.wait_for_everyone()
+
+
+def _step(run: _Run, state: LoopState, group: list[dict], augmentation: dict) -> torch.Tensor:
+    """One optimizer step over a group of micro-batches; returns its loss, case loss and gradient
+    norm, on the device."""
+    accelerator, model, device, weight = run.accelerator, run.model, run.device, run.case_weight
+    crf = run.params.head == "bilstm_crf"
+    norm = max(sum(b["n_rows"] if crf else b["n_labels"] for b in group), 1)
+    case_norm = max(sum(b["n_case"] for b in group), 1)
+    step_loss = torch.zeros(3, device=device)  # loss, case loss, gradient norm
+    for j, batch in enumerate(group):
+        for key, value in batch["stats"].items():
+            augmentation[key] = augmentation.get(key, 0) + value
+        inputs = {
+            k: batch[k].to(device, non_blocking=True)
+            for k in ("input_ids", "attention_mask", "labels", "case_labels")
+            if k in batch
+        }
+        sync = j == len(group) - 1
+        with contextlib.nullcontext() if sync else accelerator.no_sync(model):
+            with _autocast(device, run.bf16):
+                out = model(**inputs)
+            loss = out["loss_sum"] / norm
+            parts = [loss.detach()]
+            if weight:
+                case_loss = out["case_loss_sum"] / case_norm
+                loss = loss + weight * case_loss
+                parts = [loss.detach(), case_loss.detach()]
+            # DDP averages gradients over the processes: scaled back to the sum over all of them
+            accelerator.backward(loss * run.world)
+        step_loss[: len(parts)] += torch.stack(parts)
+        state.tokens += batch["tokens"]
+    # the norm before clipping, logged with the loss (no clipping: an infinite bound)
+    step_loss[2] = accelerator.clip_grad_norm_(model.parameters(), run.params.max_grad_norm or math.inf)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return step_loss
+
+
+def _train_epoch(run: _Run, state: LoopState, epoch: int) -> None:
+    """The epoch's steps (from where a resumed run stopped), with logging, checkpoints and ``max_steps``."""
+    params, rank = run.params, run.accelerator.process_index
+    run.unwrapped.frozen_encoder = epoch == 0 and params.freeze_encoder_first_epoch
+    windows = plan_windows(run.index, epoch, params.seed, params.window, params.mixing)
+    dataset = EpochBatches(run.index, windows, run.spec, epoch, rank, run.world)
+    batches = iter(loader(dataset, params.loader_workers, run.device.type == "cuda", params.seed + epoch))
+    if state.batches_done:  # resumed inside this epoch: the same batches, up to where it stopped
+        for _ in itertools.islice(batches, state.batches_done):
+            pass
+    augmentation = dict(state.history.get("augmentation", {}).get(str(epoch), {}))
+    run.model.train()
+    bar = tqdm(
+        total=run.per_epoch,
+        initial=state.batches_done,
+        desc=f"epoch {epoch + 1}/{params.epochs}",
+        disable=not (params.progress and run.accelerator.is_main_process),
+        file=sys.stderr,
+    )
+    while group := list(itertools.islice(batches, params.grad_accumulation)):
+        step_loss = _step(run, state, group, augmentation)
+        state.step += 1
+        state.batches_done += len(group)
+        run.pending.append(({"step": state.step, "epoch": epoch, "lr": run.scheduler.get_last_lr()[0]}, step_loss))
+        bar.update(len(group))
+        if state.step % params.log_every == 0:
+            run.flush(state)
+            bar.set_postfix(loss=f"{state.history['steps'][-1]['loss']:.3f}")
+        reached = bool(params.max_steps) and state.step >= params.max_steps
+        if run.checkpoint_dir is not None and params.checkpoint_every and state.step % params.checkpoint_every == 0:
+            run.flush(state)
+            state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
+            _save_checkpoint(run.accelerator, run.checkpoint_dir, state, params.keep_checkpoints)
+        if run.on_step is not None:
+            run.on_step(state.step, state)
+        if reached:
+            state.stopped = True
+            break
+    bar.close()
+    run.flush(state)
+    del batches
+    if augmentation:
+        state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
+
+
+def _score_epoch(run: _Run, state: LoopState, epoch: int) -> None:
+    """Dev scores after an epoch: the best model so far is saved; ``patience`` epochs without
+    improvement stop the run.  Without a dev set the last epoch's model is the one kept."""
+    record = {"epoch": epoch}
+    pad_id, batch_size = run.data.tokenizer.pad_token_id, run.params.eval_batch_size
+    dev = evaluate(run.unwrapped, run.data.split("dev"), pad_id, run.device, batch_size, run.bf16)
+    if dev["overall"]["overall"]["support"]:
+        f1 = dev["overall"]["overall"]["f1"]
+        record.update(dev_f1=f1, dev_ser=dev["overall"]["ser"])
+        if "case" in dev:
+            record["dev_case_f1"] = dev["case"]["overall"]["f1"]
+        run.log("epoch %d: dev overall F1 %.4f, SER %.4f", epoch + 1, f1, dev["overall"]["ser"])
+        if f1 > state.best:
+            state.best, state.waited = f1, 0
+            run.save_best()
+        else:
+            state.waited += 1
+            if state.waited >= run.params.patience:
+                run.log("early stop: no dev improvement in %d epochs", run.params.patience)
+                state.stopped = True
+    else:
+        run.save_best()
+    state.history["epochs"].append(record)
+
+
+def _remove_checkpoints(accelerator, checkpoint_dir: Path | None) -> None:
+    """A complete run's resumable checkpoints, and their folder if nothing else is in it."""
+    if checkpoint_dir is not None and accelerator.is_main_process:
+        for old in checkpoints(checkpoint_dir):
+            shutil.rmtree(old)
+        with contextlib.suppress(OSError):
+            checkpoint_dir.rmdir()  # only if empty
+    accelerator.wait_for_everyone()
+
+
 def train(
     model,
     data: TrainingData,
@@ -254,207 +507,55 @@ def train(
     called after every optimizer step (benchmarks time with it).  ``where`` begins a refusal's line
     (:func:`pipeline.training.checks.check_inputs`, run before any step).  Returns the per-step and
     per-epoch logs."""
-    from transformers import get_linear_schedule_with_warmup
-
-    from pipeline.training.model import save_checkpoint
-
     if isinstance(params, dict):
         params = validate_train_params(params)
     check_inputs(model, data, params, where)
     accelerator = make_accelerator(params)
-    world, rank, device = accelerator.num_processes, accelerator.process_index, accelerator.device
-    bf16 = params.precision == "bf16" and device.type == "cuda"
+    world, device = accelerator.num_processes, accelerator.device
     set_seed(params.seed)
-    tokenizer = data.tokenizer
-    segments_mode = params.augmentation is not None
-    spec = BatchSpec(
-        batch_size=params.batch_size,
-        max_tokens=params.max_tokens,
-        pad_id=tokenizer.pad_token_id,
-        pad_multiple=params.pad_to_multiple_of,
-        max_len=data.options.max_len,
-        seed=params.seed,
-        case=model.capitalization,
-        segments=segments_mode,
-        tokenizer=tokenizer,
-        options=data.options,
-        augmentation=params.augmentation.model_dump() if params.augmentation else None,
-        confusables=data.confusables,
-        label_set=data.label_set,
-    )
-    sequence_index = index_rows(data.sequences, "train", lengths=True)
-    if not len(sequence_index):
-        raise InputError(f"{data.sequences[0].parent}: no train rows")
-    index = index_rows(data.segments, "train") if segments_mode else sequence_index
-    if segments_mode and params.augmentation.kind == "3r" and params.augmentation.p_substitute > 0:
-        spec.vocabulary = vocabulary_of(data.segments)
+    spec = _batch_spec(model, data, params)
+    sequence_index, index = _train_rows(data, params, spec)
     lexicon = mixed_case_lexicon(data.segments) if model.capitalization and data.segments else {}
-
-    # the schedule's length: the dataset's sequences (augmented epochs have about as many)
     per_epoch = count_batches(sequence_index, spec, 0, params.window, world, params.mixing)
-    accumulate = params.grad_accumulation
-    total = max(1, math.ceil(per_epoch / accumulate) * params.epochs)
-    if params.max_steps:
-        total = min(total, params.max_steps)
-    groups = model.parameter_groups(params.encoder_lr, params.head_lr, params.weight_decay)
-    optimizer = torch.optim.AdamW(groups, fused=device.type == "cuda")
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(params.warmup * total), total)
-    model, optimizer = accelerator.prepare(model, optimizer)
-    accelerator.register_for_checkpointing(scheduler)
-    unwrapped = accelerator.unwrap_model(model)
-
-    model_dir = Path(model_dir) if model_dir is not None else None
-    if checkpoint_dir is None and model_dir is not None:
-        checkpoint_dir = model_dir / "checkpoints"
-    checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    state = LoopState()
-    found = checkpoints(checkpoint_dir) if resume and checkpoint_dir is not None else []
-    if found:
-        accelerator.load_state(str(found[-1]))
-        state = LoopState(**json.loads((found[-1] / "loop_state.json").read_text()))
-        logger.info("resuming from %s (epoch %d, step %d)", found[-1], state.epoch + 1, state.step)
-    elif resume:
-        logger.info("resume: no checkpoint in %s, starting afresh", checkpoint_dir)
+    total = _total_steps(per_epoch, params)
+    model, optimizer, scheduler = _prepare(accelerator, model, params, total)
+    model_dir, checkpoint_dir = _folders(model_dir, checkpoint_dir)
+    state = _resumed_state(accelerator, checkpoint_dir, resume)
     if checkpoint_dir is not None and params.checkpoint_every and accelerator.is_main_process:
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
-
-    def save_best():
-        if model_dir is not None and accelerator.is_main_process:
-            save_checkpoint(unwrapped, tokenizer, params, model_dir, data.options.as_dict(), lexicon)
-        accelerator.wait_for_everyone()
-
-    crf = params.head == "bilstm_crf"
-    weight = params.capitalization.weight if params.capitalization else 0.0
-    pending: list[tuple[dict, torch.Tensor]] = []
-
-    def flush():
-        """Read the pending steps' losses back from the device (summed over processes) into the log."""
-        if not pending:
-            return
-        values = torch.stack([v for _, v in pending])
-        if world > 1:
-            values = accelerator.reduce(values, "sum")
-        if world > 1:
-            values[:, 2] /= world  # every process holds the same norm
-        for (meta, _), v in zip(pending, values.tolist()):
-            meta["loss"] = round(v[0], 5)
-            if weight:
-                meta["case_loss"] = round(v[1], 5)
-            meta["grad_norm"] = round(v[2], 5)
-            state.history["steps"].append(meta)
-        pending.clear()
-
-    log = logger.info if accelerator.is_main_process else logger.debug
-    log(
+    run = _Run(
+        accelerator=accelerator,
+        model=model,
+        unwrapped=accelerator.unwrap_model(model),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        params=params,
+        data=data,
+        spec=spec,
+        index=index,
+        per_epoch=per_epoch,
+        bf16=params.precision == "bf16" and device.type == "cuda",
+        lexicon=lexicon,
+        model_dir=model_dir,
+        checkpoint_dir=checkpoint_dir,
+        on_step=on_step,
+        log=logger.info if accelerator.is_main_process else logger.debug,
+    )
+    run.log(
         "training on %s x %d: %d train rows, about %d steps per epoch, %d steps in all",
         device,
         world,
         len(index),
-        math.ceil(per_epoch / accumulate),
+        math.ceil(per_epoch / params.grad_accumulation),
         total,
     )
     for epoch in range(state.epoch, params.epochs):
         if state.stopped:
             break
-        unwrapped.frozen_encoder = epoch == 0 and params.freeze_encoder_first_epoch
-        windows = plan_windows(index, epoch, params.seed, params.window, params.mixing)
-        dataset = EpochBatches(index, windows, spec, epoch, rank, world)
-        batches = iter(loader(dataset, params.loader_workers, device.type == "cuda", params.seed + epoch))
-        if state.batches_done:  # resumed inside this epoch: the same batches, up to where it stopped
-            for _ in itertools.islice(batches, state.batches_done):
-                pass
-        augmentation = dict(state.history.get("augmentation", {}).get(str(epoch), {}))
-        model.train()
-        bar = tqdm(
-            total=per_epoch,
-            initial=state.batches_done,
-            desc=f"epoch {epoch + 1}/{params.epochs}",
-            disable=not (params.progress and accelerator.is_main_process),
-            file=sys.stderr,
-        )
-        while True:
-            group = list(itertools.islice(batches, accumulate))
-            if not group:
-                break
-            norm = max(sum(b["n_rows"] if crf else b["n_labels"] for b in group), 1)
-            case_norm = max(sum(b["n_case"] for b in group), 1)
-            step_loss = torch.zeros(3, device=device)  # loss, case loss, gradient norm
-            for j, batch in enumerate(group):
-                for key, value in batch["stats"].items():
-                    augmentation[key] = augmentation.get(key, 0) + value
-                inputs = {
-                    k: batch[k].to(device, non_blocking=True)
-                    for k in ("input_ids", "attention_mask", "labels", "case_labels")
-                    if k in batch
-                }
-                sync = j == len(group) - 1
-                with contextlib.nullcontext() if sync else accelerator.no_sync(model):
-                    with _autocast(device, bf16):
-                        out = model(**inputs)
-                    loss = out["loss_sum"] / norm
-                    parts = [loss.detach()]
-                    if weight:
-                        case_loss = out["case_loss_sum"] / case_norm
-                        loss = loss + weight * case_loss
-                        parts = [loss.detach(), case_loss.detach()]
-                    # DDP averages gradients over the processes: scaled back to the sum over all of them
-                    accelerator.backward(loss * world)
-                step_loss[: len(parts)] += torch.stack(parts)
-                state.tokens += batch["tokens"]
-            # the norm before clipping, logged with the loss (no clipping: an infinite bound)
-            norm_before = accelerator.clip_grad_norm_(model.parameters(), params.max_grad_norm or math.inf)
-            step_loss[2] = norm_before
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            state.step += 1
-            state.batches_done += len(group)
-            pending.append(({"step": state.step, "epoch": epoch, "lr": scheduler.get_last_lr()[0]}, step_loss))
-            bar.update(len(group))
-            if state.step % params.log_every == 0:
-                flush()
-                bar.set_postfix(loss=f"{state.history['steps'][-1]['loss']:.3f}")
-            reached = bool(params.max_steps) and state.step >= params.max_steps
-            if checkpoint_dir is not None and params.checkpoint_every and state.step % params.checkpoint_every == 0:
-                flush()
-                state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
-                _save_checkpoint(accelerator, checkpoint_dir, state, params.keep_checkpoints)
-            if on_step is not None:
-                on_step(state.step, state)
-            if reached:
-                state.stopped = True
-                break
-        bar.close()
-        flush()
-        del batches
-        if augmentation:
-            state.history.setdefault("augmentation", {})[str(epoch)] = augmentation
-        record = {"epoch": epoch}
-        dev = evaluate(unwrapped, data.split("dev"), tokenizer.pad_token_id, device, params.eval_batch_size, bf16)
-        if dev["overall"]["overall"]["support"]:
-            f1 = dev["overall"]["overall"]["f1"]
-            record.update(dev_f1=f1, dev_ser=dev["overall"]["ser"])
-            if "case" in dev:
-                record["dev_case_f1"] = dev["case"]["overall"]["f1"]
-            log("epoch %d: dev overall F1 %.4f, SER %.4f", epoch + 1, f1, dev["overall"]["ser"])
-            if f1 > state.best:
-                state.best, state.waited = f1, 0
-                save_best()
-            else:
-                state.waited += 1
-                if state.waited >= params.patience:
-                    log("early stop: no dev improvement in %d epochs", params.patience)
-                    state.stopped = True
-        else:  # no dev set: the last epoch's model is the one kept
-            save_best()
-        state.history["epochs"].append(record)
+        _train_epoch(run, state, epoch)
+        _score_epoch(run, state, epoch)
         state.epoch, state.batches_done = epoch + 1, 0
-    if checkpoint_dir is not None and accelerator.is_main_process:
-        for old in checkpoints(checkpoint_dir):
-            shutil.rmtree(old)
-        with contextlib.suppress(OSError):
-            checkpoint_dir.rmdir()  # only if empty
-    accelerator.wait_for_everyone()
+    _remove_checkpoints(accelerator, checkpoint_dir)
     state.history.update(device=str(device), processes=world, tokens=state.tokens, mixed_case_words=len(lexicon))
     return state.history
 

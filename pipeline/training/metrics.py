@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.labels import CASE_LABELS, LABELS, MERGES, PAPERS, PAPERS_CLASSES, LabelSet, merged_labels
+from pipeline.labels import CASE_LABELS, LABELS, MERGES, PAPERS_CLASSES, LabelSet, merged_labels
 
 
 def confusion(gold: np.ndarray, pred: np.ndarray, n: int = len(LABELS)) -> np.ndarray:
@@ -75,7 +75,7 @@ def scores(gold, pred, labels: tuple[str, ...] | list[str] = LABELS) -> dict:
     }
 
 
-def merged_scores(gold, pred, label_set: LabelSet = PAPERS) -> dict:
+def merged_scores(gold, pred, label_set: LabelSet) -> dict:
     """:func:`scores` on 4, 3 and 2 classes of label-id sequences of ``label_set`` (its labels merged
     to the papers' four classes first)."""
     gold, pred = label_set.merge_ids[np.asarray(gold, np.int64)], label_set.merge_ids[np.asarray(pred, np.int64)]

@@ -138,7 +138,8 @@ class PunctuationModel(nn.Module):
         dropout: float = 0.1,
         layer_dropout: float = 0.1,
         capitalization: bool = False,
-        label_set: LabelSet = PAPERS,
+        *,
+        label_set: LabelSet,
     ):
         super().__init__()
         #: the labels the head predicts (its size unless ``n_labels`` says otherwise)

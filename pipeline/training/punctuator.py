@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import PAPERS, LabelSet, model_labels
+from pipeline.labels import LabelSet, model_labels
 from pipeline.text.case import restore_case
 from pipeline.training import model_folder
 from pipeline.training.model_folder import META, ONNX_FILE
@@ -53,12 +53,12 @@ class Prediction:
     confidence: np.ndarray
     probabilities: np.ndarray
     label_names: list[str]
+    label_set: LabelSet
     cases: list[str] | None = None
     case_confidence: np.ndarray | None = None
     case_probabilities: np.ndarray | None = None
     case_names: list[str] | None = None
     cased_words: list[str] = field(default_factory=list)
-    label_set: LabelSet = PAPERS
     script: str | None = None  # the script whose marks the label set renders (None: its plain ones)
 
     @property
