@@ -260,3 +260,34 @@ def test_smoothing_keeps_the_fp32_graphs_outputs(exported, tmp_path):
     feed = calibration_feeds(tokenizer, 64, sequences=3, seed=1)[0]
     for a, b in zip(before.run(None, feed), after.run(None, feed), strict=True):
         assert np.allclose(a, b, atol=1e-4), np.abs(a - b).max()
+
+
+def test_the_first_position_apart_keeps_the_fp32_outputs_and_runs_int8_on_short_inputs(exported, tmp_path):
+    """The GELU's products with the first position taken apart: in fp32 the graph gives what it
+    gave; quantized, it runs on sequences of one and two tokens (the rest empty or one row)."""
+    import onnx
+    import onnxruntime as ort
+
+    from pipeline.training.onnx import _first_apart, _heads, _products, calibration_feeds, quantize_int8
+
+    folder = exported / "linear-onnx"
+    tokenizer = folder / "tokenizer" / "tokenizer.json"
+    model = onnx.load(str(folder / "model.onnx"))
+    gelu = sorted(n for n, how in _products(model.graph, set(_heads(model.graph))).items() if how == "blockwise")
+    assert len(gelu) == 2 and all("/output/dense" in n for n in gelu)  # one per layer
+    assert _first_apart(model, gelu) == [f"{n}_first" for n in gelu]
+    before = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    after = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feed = calibration_feeds(tokenizer, 64, sequences=3, seed=1)[0]
+    for a, b in zip(before.run(None, feed), after.run(None, feed), strict=True):
+        assert np.allclose(a, b, atol=1e-5), np.abs(a - b).max()
+    settings = quantize_int8(folder / "model.onnx", tmp_path / "apart.onnx", tokenizer, 64, elsewhere="first_apart")
+    assert settings["fp32_nodes"] == [f"{n}_first" for n in gelu] and settings["blockwise_nodes"] == []
+    assert set(gelu) <= set(settings["dynamic_nodes"])
+    session = ort.InferenceSession(str(tmp_path / "apart.onnx"), providers=["CPUExecutionProvider"])
+    reference = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    for length in (1, 2, 64):
+        short = {k: v[:, :length] for k, v in feed.items()}
+        got, want = session.run(None, short)[0], reference.run(None, short)[0]
+        assert got.shape == want.shape == (len(short["input_ids"]), length, want.shape[-1])
+        assert (got.argmax(-1) == want.argmax(-1)).mean() >= 0.9

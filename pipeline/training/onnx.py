@@ -184,7 +184,11 @@ def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max
     calibration sequences of the smoothing.  ``overrides`` change :data:`INT8` (the benchmark
     compares them): ``alpha`` 0 smooths nothing; ``method`` ``blockwise`` quantizes every product
     in blocks; ``dynamic`` is ONNX Runtime's dynamic quantization of every product (``op_types``,
-    ``per_channel``, ``reduce_range``)."""
+    ``per_channel``, ``reduce_range``).  ``elsewhere`` says how the GELU's products are quantized:
+    ``blockwise`` (the default), ``dynamic``, ``fp32``, or ``first_apart``: dynamic, with the
+    sequence's first position (the ``[CLS]`` token, whose GELU output is tens of times the other
+    tokens' in a pretrained encoder's first layers, so that one scale rounds every other token
+    coarsely) multiplied apart in fp32."""
     import onnx
 
     heads = sorted(_heads(onnx.load(str(source), load_external_data=False).graph))
@@ -303,11 +307,50 @@ def _smooth(model, nodes: list[str], ranges: dict, alpha: float) -> None:
     graph.node.extend(rebuilt)
 
 
+def _first_apart(model, nodes: list[str]) -> list[str]:
+    """The products ``nodes`` of ``model`` rewritten in place to take the sequence's first position
+    apart: ``x[:, :1] @ W`` in fp32, ``x[:, 1:] @ W`` left to quantize, the two concatenated.  The
+    names of the fp32 products."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    bounds = {"first_apart_0": 0, "first_apart_1": 1, "first_apart_end": np.iinfo(np.int64).max}
+    graph.initializer.extend(numpy_helper.from_array(np.array([v], np.int64), k) for k, v in bounds.items())
+    chosen, rebuilt, fp32 = set(nodes), [], []
+    for node in graph.node:
+        if node.name not in chosen:
+            rebuilt.append(node)
+            continue
+        x, w, y = node.input[0], node.input[1], node.output[0]
+        first, rest = f"{node.name}_first", f"{node.name}_rest"
+        rebuilt += [
+            helper.make_node(
+                "Slice", [x, "first_apart_0", "first_apart_1", "first_apart_1"], [f"{first}_in"], name=f"{first}_slice"
+            ),
+            helper.make_node(
+                "Slice", [x, "first_apart_1", "first_apart_end", "first_apart_1"], [f"{rest}_in"], name=f"{rest}_slice"
+            ),
+            helper.make_node("MatMul", [f"{first}_in", w], [f"{first}_out"], name=first),
+            helper.make_node("MatMul", [f"{rest}_in", w], [f"{rest}_out"], name=node.name),
+            helper.make_node("Concat", [f"{first}_out", f"{rest}_out"], [y], name=f"{node.name}_concat", axis=1),
+        ]
+        fp32.append(first)
+    del graph.node[:]
+    graph.node.extend(rebuilt)
+    return fp32
+
+
 def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path | None, max_len: int) -> None:
     import onnx
 
     model = onnx.load(str(source))
     plan = _products(model.graph, set(settings["excluded_nodes"]), settings["elsewhere"])
+    apart = sorted(n for n, how in plan.items() if how == "first_apart")
+    if apart:
+        for name in _first_apart(model, apart):
+            plan[name] = "fp32"
+        plan.update(dict.fromkeys(apart, "dynamic"))
     smoothed = sorted(n for n, how in plan.items() if how == "smoothed")
     dynamic = sorted(n for n, how in plan.items() if how in ("smoothed", "dynamic"))
     if settings["alpha"] and smoothed:
