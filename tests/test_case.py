@@ -16,7 +16,8 @@ from support.corpora import has_real_corpora
 from support.datasets import write_dataset
 
 from corpora import get_reader
-from pipeline.align.alignment import align_document, align_tables
+from pipeline.align.document import align_document
+from pipeline.align.tables import align_tables
 from pipeline.audit.stats import audit
 from pipeline.datasets.export import export_datasets
 from pipeline.ingest import plan, reader_module

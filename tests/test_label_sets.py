@@ -373,7 +373,7 @@ def test_params_key_and_dvc_dependency(tmp_path):
 
 def test_alignment_transfers_the_reference_set(ingested, tmp_path):
     """The reference's labels (extended) go onto the hypothesis's words, whatever the hypothesis's set."""
-    from pipeline.align.alignment import align_datasets
+    from pipeline.align.datasets import align_datasets
 
     ref, hyp = ingested / "extended" / "ted", ingested / "papers" / "ted"
     report = align_datasets(ref, hyp, tmp_path / "aligned", tmp_path / "aligned.json", lang="en")

@@ -204,7 +204,7 @@ def test_align_and_the_confusables_vocabulary_through_urls(shared, tmp_path):
     from test_engine_stages import asr_like
 
     from corpora import get_reader
-    from pipeline.align.alignment import align_datasets
+    from pipeline.align.datasets import align_datasets
     from pipeline.phonetics.confusables import vocabulary_from_segments
 
     files = sorted((shared / "iwslt_en_raw").glob("*.xml"))[:4]

@@ -1,7 +1,7 @@
 """The two sides of an alignment as a user gives them: a segment dataset already ingested
 (a ``.parquet`` file or a folder of parts), or files read by a reader with that reader's options,
 ingested into a scratch folder first.  Either way the alignment then runs on two segment
-datasets, by the same code as the align stage (:func:`pipeline.align.alignment.align_datasets`)."""
+datasets, by the same code as the align stage (:func:`pipeline.align.datasets.align_datasets`)."""
 
 from __future__ import annotations
 
