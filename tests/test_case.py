@@ -44,7 +44,7 @@ def read_with(reader: str, paths, language, **options) -> pa.Table:
     """A corpus read by ``reader`` shard by shard with ``language`` (a Language, possibly altered)."""
     module = reader_module(reader)
     opts = module.Options.model_validate(options)
-    shards, _files, _counts = plan(reader, paths, language.code, opts, 100_000)
+    shards, _files, _counts = plan(reader, paths, language.code, opts, 100_000, "*", None, "papers", "papers")
     return concat([module.read(shard, language, "c", opts).table for shard in shards])
 
 
