@@ -18,7 +18,7 @@ import pyarrow as pa
 from _common import corpus_root, peak_rss_mb, save_results
 
 from corpora import get_reader
-from pipeline.align.alignment import align_tables
+from pipeline.align.tables import align_tables
 from pipeline.engine import reading, writing
 from pipeline.engine.executor import resolve_workers
 from pipeline.text.verbalize import get_verbalizer

@@ -47,7 +47,8 @@ def build(folder: Path, repeat: int) -> dict:
 
 
 def run(args) -> dict:
-    from pipeline.ingest import ingest
+    from pipeline import params as P
+    from pipeline.operations.ingest import ingest
 
     repeat, engine, workers = int(args[1]), args[2], int(args[3])
     words, seconds = 0, 0.0
@@ -58,17 +59,16 @@ def run(args) -> dict:
             by_lang.setdefault(lang, []).append(path)
         for lang, paths in sorted(by_lang.items()):  # a corpus per language, each on the engine
             start = time.perf_counter()
+            entry = {"reader": "text", "lang": lang, "input": "-", "doc_boundary": "line", "quoting": "csv"}
             report = ingest(
-                "text",
+                P.validate(P.corpus_model("text"), entry, None),
                 paths,
-                lang,
                 "bench",
                 Path(tmp) / f"out-{lang}",
-                options={"doc_boundary": "line", "quoting": "csv"},
-                engine=engine,
-                workers=workers,
-                lines_per_shard=5_000,
-            )  # smaller than a file at 1x: every size has full shards
+                None,
+                # smaller than a file at 1x: every size has full shards
+                P.EngineParams(engine=engine, workers=workers, shard_lines=5_000),
+            )
             seconds += time.perf_counter() - start
             words += report["words"]
     peak = max(

@@ -9,9 +9,9 @@ module defines:
 * optionally ``shards(files, options, lines_per_shard)``: how its files are cut (default: a
   shard per file; line-oriented readers cut byte ranges of lines).
 
-:func:`ingest` is the one ingest: the CLI, the DVC stage and the tests call it, and the
-in-memory :func:`ingest_table` runs the same step over the same shards, so a sharded run and an
-in-memory reading give the same rows and the same counts.
+The sharded ingest of a corpus entry is :func:`pipeline.operations.ingest.ingest` (the CLI and the
+DVC stage call it); the in-memory :func:`ingest_table` runs the same step over the same shards, so
+a sharded run and an in-memory reading give the same rows and the same counts.
 """
 
 from __future__ import annotations
@@ -30,14 +30,11 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import errors
-from pipeline.engine import location, reading, writing
-from pipeline.engine.dataset import counts_of, finish, manifest_entry, run_step
-from pipeline.engine.executor import executor
+from pipeline.engine import reading
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError, SetupError
-from pipeline.labels import DEFAULT_LABEL_SET, is_built_in, label_set_file
-from pipeline.labels import label_set as get_label_set
-from pipeline.schema import SCHEMA_NAME, concat
+from pipeline.labels import DEFAULT_LABEL_SET
+from pipeline.schema import concat
 from pipeline.text.protocols import PAPERS as PAPERS_PROTOCOL
 
 log = logging.getLogger(__name__)
@@ -117,15 +114,15 @@ class IngestStep:
         lang: str,
         corpus: str,
         options,
-        spoken: bool = False,
-        user_dict: str | None = None,
-        suffixes: dict[str, str] | None = None,
-        label_set: str = DEFAULT_LABEL_SET,
-        protocol: str = PAPERS_PROTOCOL,
+        spoken: bool,
+        user_dict: str | None,
+        suffixes: dict[str, str],
+        label_set: str,
+        protocol: str,
     ):
         self.reader, self.lang, self.corpus, self.options, self.spoken = reader, lang, corpus, options, spoken
         self.user_dict = user_dict
-        self.suffixes = suffixes or {}
+        self.suffixes = suffixes
         self.label_set = label_set
         self.protocol = protocol
 
@@ -208,10 +205,10 @@ def plan(
     lang: str,
     options,
     lines_per_shard: int,
-    glob: str = "*",
-    user_dict: str | None = None,
-    label_set: str = DEFAULT_LABEL_SET,
-    protocol: str = PAPERS_PROTOCOL,
+    glob: str,
+    user_dict: str | None,
+    label_set: str,
+    protocol: str,
 ) -> tuple[list, list[Path], Counts]:
     """The shards of an ingest, the input files, and the counts of directory entries not read."""
     from pipeline.text import protocols
@@ -244,109 +241,6 @@ def report_of(reader: str, lang: str, corpus: str, counts: Counts) -> dict:
             "every case label is O"
         )
     return {"corpus": corpus, "reader": reader, "lang": lang, **counts.report()}
-
-
-def ingest(
-    reader: str,
-    inputs,
-    lang: str,
-    corpus: str,
-    out: str | os.PathLike,
-    stats: str | os.PathLike | None = None,
-    options=None,
-    spoken: bool = False,
-    glob: str = "*",
-    user_dict: str | None = None,
-    engine: str = "local",
-    workers: int = 0,
-    scheduler: str | None = None,
-    lines_per_shard: int = 100_000,
-    label_set: str = DEFAULT_LABEL_SET,
-    protocol: str = PAPERS_PROTOCOL,
-    allow_other_script: bool = False,
-) -> dict:
-    """Read ``inputs`` with ``reader`` into the segment dataset ``out`` (a folder of parts) and its
-    counts into ``stats``; both appear together or not at all; ``label_set``: the labels the marks
-    get (recorded in the manifest); ``protocol``: a paper's preprocessing (:mod:`pipeline.text.protocols`;
-    recorded in the manifest with the input files' names, unless ``papers``); ``allow_other_script``:
-    keep a corpus most of whose words are in another script than ``lang``'s (refused otherwise).
-    Returns the report."""
-    from pipeline.text import protocols
-
-    if not hasattr(options, "model_dump"):
-        options = validate_options(reader, options)
-    shards, files, counts = plan(reader, inputs, lang, options, lines_per_shard, glob, user_dict, label_set, protocol)
-    step = IngestStep(reader, lang, corpus, options, spoken, user_dict, id_suffixes(files), label_set, protocol)
-    given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
-    # the folders given too: an output inside one would be read by the next run
-    table_file = None if is_built_in(label_set) else label_set_file(label_set)
-    inputs_read = (
-        [*(p if location.is_url(p) else Path(p) for p in given), *files]
-        + ([Path(user_dict)] if user_dict else [])
-        + ([table_file] if table_file else [])
-    )
-    with writing.Outputs(inputs=inputs_read) as outputs:
-        folder = outputs.dataset(out, kind="segments")
-        stats_path = outputs.file(stats) if stats else None
-        with executor(engine, workers, scheduler) as runner:
-            log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
-            results = run_step(runner, step, shards, folder, f"ingest {corpus}", get_label_set(label_set))
-        counts.add(counts_of(results))
-        finish(
-            folder,
-            "segments",
-            results,
-            schema=SCHEMA_NAME,
-            **manifest_entry(get_label_set(label_set)),
-            **protocols.record(protocol, lang, corpus, files, reader, counts.stats),
-        )
-        report = report_of(reader, lang, corpus, counts)
-        check_scripts(report, lang, inputs, allow_other_script)
-        if report.get("ids_made_unique"):
-            log.warning(
-                "ingest %s: %d document id(s) suffixed ~2, ~3... to stay distinct (input files of one stem, "
-                "or a repeated talk id): ids_made_unique in the stats",
-                corpus,
-                report["ids_made_unique"],
-            )
-        if stats_path is not None:
-            writing.write_json_in_place(report, stats_path)
-    return report
-
-
-def ingest_corpus(entry, inputs, corpus: str, out, stats, engine) -> dict:
-    """:func:`ingest` of a validated corpus entry (a params entry, or the command line's flags checked
-    as one) on ``engine`` (``EngineParams``), with the one-line summary every entry point logs."""
-    report = ingest(
-        entry.reader,
-        inputs,
-        entry.lang,
-        corpus,
-        out,
-        stats,
-        options=entry.reader_options(),
-        spoken=entry.spoken,
-        glob=entry.glob,
-        user_dict=entry.user_dict,
-        engine=engine.engine,
-        workers=engine.workers,
-        scheduler=engine.scheduler,
-        lines_per_shard=engine.shard_lines,
-        label_set=entry.label_set,
-        protocol=entry.protocol,
-        allow_other_script=entry.allow_other_script,
-    )
-    dropped = sum(report["dropped"].values())
-    where = f" (see {stats})" if stats else ""
-    log.info(
-        "ingest %s: %s segments, %s words -> %s%s",
-        corpus,
-        report.get("segments", 0),
-        report.get("words", 0),
-        out,
-        f"; dropped {dropped}{where}" if dropped else "",
-    )
-    return report
 
 
 def ingest_table(

@@ -5,7 +5,9 @@ import pyarrow.compute as pc
 import pytest
 
 from corpora import get_reader
-from pipeline.align.alignment import AlignmentError, align_document, align_tables
+from pipeline.align.document import align_document
+from pipeline.align.pairing import AlignmentError
+from pipeline.align.tables import align_tables
 from pipeline.labels import LABEL_TO_ID, LABELS, PAPERS
 from pipeline.schema import segments_table
 from pipeline.text.labelling import label_lines, render

@@ -10,8 +10,9 @@ from support.datasets import write_dataset
 
 from pipeline import cli
 from pipeline import params as P
-from pipeline.align.alignment import AlignmentError, align_datasets, align_tables
-from pipeline.align.pairing import pair, read_pairs
+from pipeline.align.datasets import align_datasets
+from pipeline.align.pairing import AlignmentError, pair, read_pairs
+from pipeline.align.tables import align_tables
 from pipeline.engine import reading
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import LABELS

@@ -16,7 +16,8 @@ from support.corpora import has_real_corpora
 from support.datasets import write_dataset
 
 from corpora import get_reader
-from pipeline.align.alignment import align_document, align_tables
+from pipeline.align.document import align_document
+from pipeline.align.tables import align_tables
 from pipeline.audit.stats import audit
 from pipeline.datasets.export import export_datasets
 from pipeline.ingest import plan, reader_module
@@ -43,7 +44,7 @@ def read_with(reader: str, paths, language, **options) -> pa.Table:
     """A corpus read by ``reader`` shard by shard with ``language`` (a Language, possibly altered)."""
     module = reader_module(reader)
     opts = module.Options.model_validate(options)
-    shards, _files, _counts = plan(reader, paths, language.code, opts, 100_000)
+    shards, _files, _counts = plan(reader, paths, language.code, opts, 100_000, "*", None, "papers", "papers")
     return concat([module.read(shard, language, "c", opts).table for shard in shards])
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from support.corpora import has_real_corpora
 from support.datasets import digests
+from support.ingesting import ingest_files
 
 from pipeline.engine.reading import read_json, read_segments
 from pipeline.engine.textfiles import line_shards
-from pipeline.ingest import IngestStep, ingest, ingest_table, plan
+from pipeline.ingest import IngestStep, ingest_table, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,14 +116,14 @@ def test_every_reader_sharded_equals_in_memory(shared, tmp_path, name, root, mon
     table, report = ingest_table(reader, [path], lang, "c", options, spoken=reader == "news_json", glob=glob)
     out = {}
     for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        out[run] = ingest(
+        out[run] = ingest_files(
             reader,
             [path],
             lang,
             "c",
             tmp_path / run,
             tmp_path / f"{run}.json",
-            options,
+            options=options,
             spoken=reader == "news_json",
             glob=glob,
             engine=engine,
@@ -162,7 +163,7 @@ def test_a_shard_never_cuts_a_document(tmp_path):
     assert 1 < len(shards) < 12 and sum(s.stop_byte - s.start_byte for s in shards) == path.stat().st_size
     assert len(line_shards([path], 25, "file")) == 1
     whole, report = ingest_table("text", [path], "en", "c")
-    ingest(
+    ingest_files(
         "text", [path], "en", "c", tmp_path / "out", tmp_path / "out.json", engine="local", workers=2, lines_per_shard=7
     )
     assert read_segments(tmp_path / "out").equals(whole) and report["segments"] == 120
@@ -179,7 +180,7 @@ def test_local_and_dask_identical(hindi, tmp_path):
     real = has_real_corpora()  # else the committed cuts: shards of fewer lines
     runs = {}
     for run, engine, workers in (("one", "local", 1), ("two", "local", 2), ("dask", "dask", 2)):
-        runs[run] = ingest(
+        runs[run] = ingest_files(
             "text",
             hindi,
             "hi",
@@ -213,9 +214,11 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
     from pipeline.labels import PAPERS
 
     options = validate_options("text", {"doc_boundary": "line"})
-    shards, _, _ = plan("text", hindi, "hi", options, 200)
+    shards, _, _ = plan("text", hindi, "hi", options, 200, "*", None, "papers", "papers")
     reference = tmp_path / "reference"
-    ingest("text", hindi, "hi", "hindi", reference, options=options, workers=1, lines_per_shard=200)
+    ingest_files(
+        "text", hindi, "hi", "hindi", reference, options={"doc_boundary": "line"}, workers=1, lines_per_shard=200
+    )
     cluster = LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -238,7 +241,13 @@ def test_dask_worker_killed_mid_stage(hindi, tmp_path):
         out.mkdir()
         runner = DaskExecutor(2, cluster.scheduler_address)
         try:
-            results = run_step(runner, SlowStep("text", "hi", "hindi", options), shards, out, labels=PAPERS)
+            results = run_step(
+                runner,
+                SlowStep("text", "hi", "hindi", options, False, None, {}, "papers", "papers"),
+                shards,
+                out,
+                labels=PAPERS,
+            )
             finish(out, "segments", results, schema="punct-segments/2")
             completed = True
         except Exception:
@@ -265,7 +274,9 @@ def test_failure_leaves_nothing(tmp_path, hindi, monkeypatch):
 
     monkeypatch.setattr(ingest_module, "IngestStep", Broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        ingest("text", hindi, "hi", "hindi", tmp_path / "out", tmp_path / "out.json", workers=2, lines_per_shard=300)
+        ingest_files(
+            "text", hindi, "hi", "hindi", tmp_path / "out", tmp_path / "out.json", workers=2, lines_per_shard=300
+        )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,7 +12,9 @@ import pytest
 from support.corpora import FIXTURES, require_real
 from support.datasets import digests, write_dataset
 
-from pipeline.align.alignment import AlignmentError, align_datasets, align_tables
+from pipeline.align.datasets import align_datasets
+from pipeline.align.pairing import AlignmentError
+from pipeline.align.tables import align_tables
 from pipeline.datasets.oversample import oversample_dataset
 from pipeline.datasets.sequences import build_sequences, sequences_dataset, train_tokenizer
 from pipeline.datasets.split import SplitInput, split_dataset

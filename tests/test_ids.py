@@ -9,10 +9,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from support.ingesting import ingest_files
 
 from pipeline.audit.stats import TableShard, aggregate, audit
 from pipeline.engine.executor import executor
-from pipeline.ingest import id_suffixes, ingest, ingest_table
+from pipeline.ingest import id_suffixes, ingest_table
 from pipeline.labels import LABELS
 from pipeline.schema import segments_table
 
@@ -92,7 +93,9 @@ def test_the_sharded_ingest_gives_the_same_ids(tmp_path):
         (tmp_path / folder / "talks.txt").write_text("One talk.\n\nAnother talk.\n" * 3, encoding="utf-8")
     inputs = [tmp_path / "a/talks.txt", tmp_path / "b/talks.txt"]
     memory, _ = ingest_table("text", inputs, "en", "talks")
-    report = ingest("text", inputs, "en", "talks", tmp_path / "out.parquet", tmp_path / "stats.json", lines_per_shard=2)
+    report = ingest_files(
+        "text", inputs, "en", "talks", tmp_path / "out.parquet", tmp_path / "stats.json", lines_per_shard=2
+    )
     import pyarrow.parquet as pq
 
     written = pq.read_table(tmp_path / "out.parquet")

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from support.ingesting import ingest_files
 from support.training import TINY
 
 from pipeline.datasets.export import export_datasets
@@ -22,7 +23,6 @@ from pipeline.datasets.sequences import sequences_dataset
 from pipeline.datasets.split import SplitInput, split_dataset
 from pipeline.engine.dataset import dataset_labels, labels_of
 from pipeline.errors import InputError, ParamsError
-from pipeline.ingest import ingest
 from pipeline.labels import (
     LABELS,
     PAPERS,
@@ -100,8 +100,8 @@ def ingested(shared, tmp_path_factory):
     folder = tmp_path_factory.mktemp("label_sets")
     ted = _ted_with_marks(shared, folder)
     for name in ("extended", "papers"):
-        ingest("ted_xml", ted, "en", "ted", folder / name / "ted", label_set=name)
-        ingest("text", shared / FLORES_HINDI, "hi", "hi", folder / name / "hi", label_set=name)
+        ingest_files("ted_xml", ted, "en", "ted", folder / name / "ted", label_set=name)
+        ingest_files("text", shared / FLORES_HINDI, "hi", "hi", folder / name / "hi", label_set=name)
     return folder
 
 
@@ -135,7 +135,7 @@ def test_extended_merged_is_exactly_the_papers_labelling(ingested):
 
 
 def test_danda_kept_apart_with_extended_danda(shared, tmp_path):
-    ingest("text", shared / FLORES_HINDI, "hi", "hi", tmp_path / "hi", label_set="extended_danda")
+    ingest_files("text", shared / FLORES_HINDI, "hi", "hi", tmp_path / "hi", label_set="extended_danda")
     counts = _counts(tmp_path / "hi")
     # FLORES Hindi ends sentences with the danda and with the full stop: two labels here
     assert counts["DANDA"] > 30 and counts["PERIOD"] > 30
@@ -373,7 +373,7 @@ def test_params_key_and_dvc_dependency(tmp_path):
 
 def test_alignment_transfers_the_reference_set(ingested, tmp_path):
     """The reference's labels (extended) go onto the hypothesis's words, whatever the hypothesis's set."""
-    from pipeline.align.alignment import align_datasets
+    from pipeline.align.datasets import align_datasets
 
     ref, hyp = ingested / "extended" / "ted", ingested / "papers" / "ted"
     report = align_datasets(ref, hyp, tmp_path / "aligned", tmp_path / "aligned.json", lang="en")

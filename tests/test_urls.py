@@ -6,6 +6,7 @@ from pathlib import Path
 
 import fsspec
 import pytest
+from support.ingesting import ingest_files
 from support.objstore import register
 
 from pipeline import errors
@@ -16,7 +17,6 @@ from pipeline.datasets.sequences import sequences_dataset
 from pipeline.datasets.split import SplitInput, split_dataset
 from pipeline.engine import location, reading, writing
 from pipeline.engine.executor import executor
-from pipeline.ingest import ingest
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 
 SPLIT = SplitParams(ratios={"train": 0.8, "dev": 0.1, "test": 0.1}, seed=5, stratify=True, drop_train_duplicates=True)
@@ -28,7 +28,7 @@ def recipe(corpora: Path, base, engine: EngineParams) -> None:
     """The Indic recipe from FLORES text into ``base`` (a local folder or a URL)."""
     out = lambda *names: location.join(base, *names)  # noqa: E731
     for lang, name in (("hi", "hin_Deva"), ("bn", "ben_Beng")):
-        ingest(
+        ingest_files(
             "text",
             [str(corpora / "indic" / "flores" / f"{name}.devtest")],
             lang,
@@ -204,7 +204,7 @@ def test_align_and_the_confusables_vocabulary_through_urls(shared, tmp_path):
     from test_engine_stages import asr_like
 
     from corpora import get_reader
-    from pipeline.align.alignment import align_datasets
+    from pipeline.align.datasets import align_datasets
     from pipeline.phonetics.confusables import vocabulary_from_segments
 
     files = sorted((shared / "iwslt_en_raw").glob("*.xml"))[:4]

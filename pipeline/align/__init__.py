@@ -1,8 +1,10 @@
 """Alignment: reference punctuation and case carried onto ASR transcripts.
 
-``alignment`` matches words (with numbers expanded to their spoken forms), aligns each pair of
-documents, transfers marks and case, reports what it did, and runs as a sharded step over datasets;
-``pairing`` decides which documents are aligned together (by id, by order, or a pairs file).
+``matching`` pairs the words of a document (with numbers expanded to their spoken forms),
+``transfer`` moves marks and case across the pairs, ``document`` aligns one document pair,
+``tables`` aligns the paired documents of tables in memory, ``report`` sums and checks what an
+alignment did, and ``datasets`` runs it as a sharded step over segment datasets; ``pairing``
+decides which documents are aligned together (by id, by order, or a pairs file).
 """
 
 from pipeline._lazy import lazy_exports
@@ -11,9 +13,9 @@ __all__ = ["AlignReport", "Pairing", "align_datasets", "align_tables", "pair", "
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "align_datasets": "alignment",
-        "align_tables": "alignment",
-        "AlignReport": "alignment",
+        "align_datasets": "datasets",
+        "align_tables": "tables",
+        "AlignReport": "report",
         "Pairing": "pairing",
         "pair": "pairing",
         "read_pairs": "pairing",

@@ -1,7 +1,7 @@
 """The two sides of an alignment as a user gives them: a segment dataset already ingested
 (a ``.parquet`` file or a folder of parts), or files read by a reader with that reader's options,
 ingested into a scratch folder first.  Either way the alignment then runs on two segment
-datasets, by the same code as the align stage (:func:`pipeline.align.alignment.align_datasets`)."""
+datasets, by the same code as the align stage (:func:`pipeline.align.datasets.align_datasets`)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def side_dataset(side: Side, lang: str, scratch: Path, engine=None) -> str:
     """The segment dataset of ``side``: its own path, or the files ingested into ``scratch``
     (their corpus named after the file, so document ids are the reader's usual ones)."""
     from pipeline import params as P
-    from pipeline.ingest import ingest_corpus
+    from pipeline.operations.ingest import ingest
 
     if side.reader is None or side.reader in SEGMENTS:
         if side.reader is None and not is_segment_dataset(side.path):
@@ -60,5 +60,5 @@ def side_dataset(side: Side, lang: str, scratch: Path, engine=None) -> str:
             problem = f"not an option of reader {side.reader!r}"
         raise ParamsError(f"{side.flag}-option {key}: {problem}") from None
     out = Path(scratch) / f"{side.flag.strip('-')}.parquet"
-    ingest_corpus(checked, [side.path], Path(side.path).stem, out, None, engine or P.EngineParams(workers=1))
+    ingest(checked, [side.path], Path(side.path).stem, out, None, engine or P.EngineParams(workers=1))
     return str(out)

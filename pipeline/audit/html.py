@@ -236,6 +236,91 @@ def _charts(name: str, summary: dict, histogram, axis: tuple[float, float]) -> s
     return shares + _svg_histogram(name, histogram)
 
 
+_STYLE = """
+body { font-family: sans-serif; margin: 1em; color: #222; max-width: 1200px; }
+table { border-collapse: collapse; margin: 1em 0; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+.scroll { overflow-x: auto; }
+.charts { display: flex; gap: 1.5em; flex-wrap: wrap; }
+.chart { width: 440px; max-width: 100%; height: auto; }
+.chart.empty { display: flex; align-items: center; justify-content: center; aspect-ratio: 440 / 250;
+  border: 1px dashed #bbb; color: #555; text-align: center; padding: 1em; box-sizing: border-box; }
+.warnings { background: #fff6e5; border-left: 4px solid #e69a00; padding: 0.2em 1em; }
+.warnings h3 { margin: 0.4em 0; font-size: 1em; }
+.note { font-size: 0.9em; color: #444; }
+"""
+
+
+def _summary_row(name: str, s: dict) -> str:
+    """A dataset's row of the summary table."""
+    import html
+
+    cells = (
+        name,
+        s.get("languages", ""),
+        s.get("documents", ""),
+        s.get("segments", ""),
+        s["words"],
+        _papers(s)["PERIOD"],
+        _papers(s)["COMMA"],
+        _papers(s)["QUESTION"],
+        _papers(s)["O"],
+        " / ".join(f"{s['case_shares'][c]:.1f}" for c in CASE_LABELS[1:]) if "case_shares" in s else "",
+        f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}" if "sentence_length" in s else "",
+        s.get("vocabulary", ""),
+        len(dataset_warnings(s)) or "",
+    )
+    return "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>"
+
+
+def _splits_html(s: dict) -> str:
+    """A split dataset's table of splits (label and case shares, OOV) and its leakage."""
+    import html
+
+    labels = list(s["labels"])  # the dataset's label set
+    split_rows = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
+        + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in labels)
+        + "".join(f"<td>{v['case_shares'][c]:.2f}</td>" for c in CASE_LABELS[1:] if "case_shares" in v)
+        + f"<td>{v.get('oov_rate', '')}</td></tr>"
+        for k, v in s["splits"].items()
+    )
+    leakage = ", ".join(
+        f"{html.escape(str(v))} {html.escape(k.replace('_', ' '))}" for k, v in s.get("leakage", {}).items()
+    )
+    return (
+        '<div class="scroll"><table><tr><th>split</th><th>docs</th><th>words</th>'
+        + "".join(f"<th>{l} %</th>" for l in labels)
+        + "".join(f"<th>case {c} %</th>" for c in CASE_LABELS[1:])
+        + f"<th>OOV %</th></tr>{split_rows}</table></div>"
+        + (f"<p>Leakage: {leakage}.</p>" if leakage else "")
+    )
+
+
+def _section(name: str, s: dict, histogram, axis: tuple[float, float], reader: str | None) -> str:
+    """A dataset's section: its warnings, charts, splits and (for a format of Alam et al.) the note."""
+    import html
+
+    charts = _charts(name, s, histogram, axis)
+    extra = _splits_html(s) if "splits" in s else ""
+    warnings = dataset_warnings(s)
+    listed = (
+        '<div class="warnings"><h3>Warnings</h3><ul>'
+        + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
+        + "</ul></div>"
+        if warnings
+        else ""
+    )
+    note = ""
+    if reader in ALAM_READERS:
+        note = f'<p class="note">Note: {html.escape(ALAM_NOTE)}</p>'
+    return (
+        f'<section id="{html.escape(name)}"><h2>{html.escape(name)}</h2>{listed}'
+        f'<div class="charts">{charts}</div>{extra}{note}</section>'
+    )
+
+
 def report_html(
     result: dict,
     histograms: dict[str, list[tuple[int, int]]],
@@ -253,85 +338,15 @@ def report_html(
     readers = readers or {}
     top = max([_papers(s, "label_shares")[m] for s in result.values() if "label_shares" in s for m in MARKS] + [0.0])
     axis = nice_axis(top)
-    rows = []
-    for name, s in result.items():
-        if "labels" not in s:
-            continue
-        cells = (
-            name,
-            s.get("languages", ""),
-            s.get("documents", ""),
-            s.get("segments", ""),
-            s["words"],
-            _papers(s)["PERIOD"],
-            _papers(s)["COMMA"],
-            _papers(s)["QUESTION"],
-            _papers(s)["O"],
-            " / ".join(f"{s['case_shares'][c]:.1f}" for c in CASE_LABELS[1:]) if "case_shares" in s else "",
-            f"{s['sentence_length']['mean']:.2f} ± {s['sentence_length']['std']:.2f}" if "sentence_length" in s else "",
-            s.get("vocabulary", ""),
-            len(dataset_warnings(s)) or "",
-        )
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
-    sections = []
-    for name, s in result.items():
-        if "labels" not in s:
-            continue
-        charts = _charts(name, s, histograms.get(name), axis)
-        extra = ""
-        if "splits" in s:
-            labels = list(s["labels"])  # the dataset's label set
-            split_rows = "".join(
-                f"<tr><td>{html.escape(k)}</td><td>{v['documents']}</td><td>{v['words']}</td>"
-                + "".join(f"<td>{v['label_shares'][l]:.2f}</td>" for l in labels)
-                + "".join(f"<td>{v['case_shares'][c]:.2f}</td>" for c in CASE_LABELS[1:] if "case_shares" in v)
-                + f"<td>{v.get('oov_rate', '')}</td></tr>"
-                for k, v in s["splits"].items()
-            )
-            leakage = ", ".join(
-                f"{html.escape(str(v))} {html.escape(k.replace('_', ' '))}" for k, v in s.get("leakage", {}).items()
-            )
-            extra = (
-                '<div class="scroll"><table><tr><th>split</th><th>docs</th><th>words</th>'
-                + "".join(f"<th>{l} %</th>" for l in labels)
-                + "".join(f"<th>case {c} %</th>" for c in CASE_LABELS[1:])
-                + f"<th>OOV %</th></tr>{split_rows}</table></div>"
-                + (f"<p>Leakage: {leakage}.</p>" if leakage else "")
-            )
-        warnings = dataset_warnings(s)
-        listed = (
-            '<div class="warnings"><h3>Warnings</h3><ul>'
-            + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-            + "</ul></div>"
-            if warnings
-            else ""
-        )
-        note = ""
-        if readers.get(name) in ALAM_READERS:
-            note = f'<p class="note">Note: {html.escape(ALAM_NOTE)}</p>'
-        sections.append(
-            f'<section id="{html.escape(name)}"><h2>{html.escape(name)}</h2>{listed}'
-            f'<div class="charts">{charts}</div>{extra}{note}</section>'
-        )
+    audited = {name: s for name, s in result.items() if "labels" in s}
+    rows = [_summary_row(name, s) for name, s in audited.items()]
+    sections = [_section(name, s, histograms.get(name), axis, readers.get(name)) for name, s in audited.items()]
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in NOTES if n != ALAM_NOTE)
     papers = _paper_tables_html(paper_tables or {})
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1em; color: #222; max-width: 1200px; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
-td:first-child, th:first-child {{ text-align: left; }}
-.scroll {{ overflow-x: auto; }}
-.charts {{ display: flex; gap: 1.5em; flex-wrap: wrap; }}
-.chart {{ width: 440px; max-width: 100%; height: auto; }}
-.chart.empty {{ display: flex; align-items: center; justify-content: center; aspect-ratio: 440 / 250;
-  border: 1px dashed #bbb; color: #555; text-align: center; padding: 1em; box-sizing: border-box; }}
-.warnings {{ background: #fff6e5; border-left: 4px solid #e69a00; padding: 0.2em 1em; }}
-.warnings h3 {{ margin: 0.4em 0; font-size: 1em; }}
-.note {{ font-size: 0.9em; color: #444; }}
-</style></head><body>
+<style>{_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <div class="scroll"><table><tr><th>dataset</th><th>lang</th><th>docs</th><th>segments</th><th>words</th><th>PERIOD</th>
 <th>COMMA</th><th>QUESTION</th><th>O</th><th>case U / A / M %</th><th>sentence length</th><th>vocabulary</th>

@@ -258,17 +258,48 @@ class ReduceRange:
     def __call__(self, bounds: tuple[int, int]) -> tuple[dict[str, Overlap], dict[str, np.ndarray]]:
         lo, hi = bounds
         names = list(self.families)
-        # the members' key ids, sorted, with the family and member of each (a key id appears once
-        # per member it is part of)
+        wanted = self._wanted(names)
+        slices = self._slices(lo, hi)
+        out = {name: Overlap(Counter(), Counter()) for name in names}
+        collected: dict[str, np.ndarray] = {}
+        if not slices or not len(wanted[0]):
+            return out, collected
+        part = np.concatenate(slices)
+        slices.clear()
+        runs = _family_runs(part, *wanted, len(names))
+        del part
+        if runs is None:
+            return out, collected
+        hashes, counts, family, member = runs
+        new_run = np.r_[True, (hashes[1:] != hashes[:-1]) | (family[1:] != family[:-1])]
+        starts = np.flatnonzero(new_run)
+        masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
+        run_family = family[starts]
+        _tally(out, names, run_family, masks, starts, member, counts)
+        for name, bit in self.collect.items():
+            in_family = run_family == names.index(name)
+            if in_family.any():
+                chosen = in_family & (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
+                collected[name] = hashes[starts][chosen]
+        return out, collected
+
+    def _wanted(self, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The members' key ids, sorted, with the family and member of each (a key id appears once
+        per member it is part of)."""
         wanted = sorted(
             (key_id(tuple(key)), f, m)
             for f, name in enumerate(names)
             for m, member in enumerate(self.families[name])
             for key in (member if isinstance(member, list) else [member])
         )
-        wanted_ids = np.array([k for k, _, _ in wanted], np.uint64)
-        wanted_family = np.array([f for _, f, _ in wanted], np.int64)
-        wanted_member = np.array([m for _, _, m in wanted], np.int64)
+        return (
+            np.array([k for k, _, _ in wanted], np.uint64),
+            np.array([f for _, f, _ in wanted], np.int64),
+            np.array([m for _, _, m in wanted], np.int64),
+        )
+
+    def _slices(self, lo: int, hi: int) -> list[np.ndarray]:
+        """Each shard's records with a hash in [lo, hi) (a shard's file is sorted by hash)."""
         slices = []
         for shard in self.shards:
             if location.is_url(self.folder):
@@ -290,58 +321,60 @@ class ReduceRange:
                     if b > a:
                         slices.append(np.array(records[a:b]))
                     del records, hashes  # no view left on the map when it closes
-        out = {name: Overlap(Counter(), Counter()) for name in names}
-        collected: dict[str, np.ndarray] = {}
-        if not slices or not len(wanted_ids):
-            return out, collected
-        part = np.concatenate(slices)
-        slices.clear()
-        # each record once per member its group is part of (groups in no family are left out),
-        # ordered by family, then hash: a run is then one family's occurrences of one hash.  The
-        # hash order first (a stable sort merges the shards' sorted slices), then a stable sort
-        # on the family number (a radix sort for 16 bits)
-        keys = np.ascontiguousarray(part["key"])
-        first = np.searchsorted(wanted_ids, keys, "left")
-        n = np.searchsorted(wanted_ids, keys, "right") - first
-        by_hash = np.argsort(part["hash"], kind="stable")
-        n, first = n[by_hash], first[by_hash]
-        record = np.repeat(by_hash, n)
-        at = np.repeat(first - np.cumsum(n) + n, n) + np.arange(len(record))
-        if not len(record):
-            return out, collected
-        family = wanted_family[at]
-        by_family = np.argsort(family.astype(np.int16 if len(names) < 2**15 else np.int64), kind="stable")
-        record, at = record[by_family], at[by_family]
-        hashes, counts = part["hash"][record], part["count"][record]
-        family, member = wanted_family[at], wanted_member[at]
-        del part, keys, record, at, by_hash, by_family
-        new_run = np.r_[True, (hashes[1:] != hashes[:-1]) | (family[1:] != family[:-1])]
-        starts = np.flatnonzero(new_run)
-        masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
-        run_family = family[starts]
-        # the distinct (family, mask) pairs, numbered in that order, with their runs (hashes)
-        by_pair = np.lexsort((masks, run_family))
-        pair_family, pair_mask = run_family[by_pair], masks[by_pair]
-        new_pair = np.r_[True, (pair_family[1:] != pair_family[:-1]) | (pair_mask[1:] != pair_mask[:-1])]
-        pair_starts = np.flatnonzero(new_pair)
-        pair_runs = np.diff(np.r_[pair_starts, len(by_pair)])
-        pair_of_run = np.empty(len(masks), np.int64)
-        pair_of_run[by_pair] = np.cumsum(new_pair) - 1
-        pair_family, pair_mask = pair_family[pair_starts].tolist(), pair_mask[pair_starts].tolist()
-        for f, mask, runs in zip(pair_family, pair_mask, pair_runs.tolist()):
-            out[names[f]].masks[mask] = runs
-        # occurrences per (family, mask, member): a bincount over (the pair's number, member)
-        cell = np.repeat(pair_of_run, np.diff(np.r_[starts, len(hashes)])) * 64 + member
-        sums = np.bincount(cell, weights=counts.astype(np.float64), minlength=len(pair_family) * 64)
-        for code in np.flatnonzero(sums).tolist():
-            pair = code // 64
-            out[names[pair_family[pair]]].occurrences[(pair_mask[pair], code % 64)] += int(sums[code])
-        for name, bit in self.collect.items():
-            in_family = run_family == names.index(name)
-            if in_family.any():
-                chosen = in_family & (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
-                collected[name] = hashes[starts][chosen]
-        return out, collected
+        return slices
+
+
+def _family_runs(
+    part: np.ndarray, wanted_ids: np.ndarray, wanted_family: np.ndarray, wanted_member: np.ndarray, n_families: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each record once per member its group is part of (groups in no family are left out),
+    ordered by family, then hash: a run is then one family's occurrences of one hash.  The hash
+    order first (a stable sort merges the shards' sorted slices), then a stable sort on the family
+    number (a radix sort for 16 bits).  Returns the hashes, counts, families and members (None: no
+    record is in a family)."""
+    keys = np.ascontiguousarray(part["key"])
+    first = np.searchsorted(wanted_ids, keys, "left")
+    n = np.searchsorted(wanted_ids, keys, "right") - first
+    by_hash = np.argsort(part["hash"], kind="stable")
+    n, first = n[by_hash], first[by_hash]
+    record = np.repeat(by_hash, n)
+    at = np.repeat(first - np.cumsum(n) + n, n) + np.arange(len(record))
+    if not len(record):
+        return None
+    family = wanted_family[at]
+    by_family = np.argsort(family.astype(np.int16 if n_families < 2**15 else np.int64), kind="stable")
+    record, at = record[by_family], at[by_family]
+    return part["hash"][record], part["count"][record], wanted_family[at], wanted_member[at]
+
+
+def _tally(
+    out: dict[str, Overlap],
+    names: list[str],
+    run_family: np.ndarray,
+    masks: np.ndarray,
+    starts: np.ndarray,
+    member: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """The runs (one family's occurrences of one hash, starting at ``starts``, whose members make
+    ``masks``) counted into ``out``: distinct hashes per (family, mask), occurrences per member."""
+    # the distinct (family, mask) pairs, numbered in that order, with their runs (hashes)
+    by_pair = np.lexsort((masks, run_family))
+    pair_family, pair_mask = run_family[by_pair], masks[by_pair]
+    new_pair = np.r_[True, (pair_family[1:] != pair_family[:-1]) | (pair_mask[1:] != pair_mask[:-1])]
+    pair_starts = np.flatnonzero(new_pair)
+    pair_runs = np.diff(np.r_[pair_starts, len(by_pair)])
+    pair_of_run = np.empty(len(masks), np.int64)
+    pair_of_run[by_pair] = np.cumsum(new_pair) - 1
+    pair_family, pair_mask = pair_family[pair_starts].tolist(), pair_mask[pair_starts].tolist()
+    for f, mask, runs in zip(pair_family, pair_mask, pair_runs.tolist()):
+        out[names[f]].masks[mask] = runs
+    # occurrences per (family, mask, member): a bincount over (the pair's number, member)
+    cell = np.repeat(pair_of_run, np.diff(np.r_[starts, len(member)])) * 64 + member
+    sums = np.bincount(cell, weights=counts.astype(np.float64), minlength=len(pair_family) * 64)
+    for code in np.flatnonzero(sums).tolist():
+        pair = code // 64
+        out[names[pair_family[pair]]].occurrences[(pair_mask[pair], code % 64)] += int(sums[code])
 
 
 def reduce(

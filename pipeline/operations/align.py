@@ -1,7 +1,7 @@
 """``align``: a reference's punctuation and case moved onto ASR hypotheses (Guerreiro et al. 2021).
 
 Two ways in, one check of the options (the alignments entry's schema) and one alignment (the
-sharded :func:`pipeline.align.alignment.align_datasets`): :func:`align_sides` takes each side as a
+sharded :func:`pipeline.align.datasets.align_datasets`): :func:`align_sides` takes each side as a
 segment dataset or as files read by a reader, ingested first into a scratch folder beside the
 output (the command line); :func:`align_entry` aligns two ingested datasets (the DVC stage).
 Documents pair by id, by order or by a pairs file (``pair_by file``).
@@ -61,7 +61,7 @@ def align_sides(entry, sides, out, report_path, corpus: str | None = None, engin
 def _align(entry, ref, hyp, out, report_path, corpus, engine) -> dict:
     """The alignment of the segment datasets ``ref`` and ``hyp`` with an entry's options (the command
     line's or the params file's: the same fields)."""
-    from pipeline.align.alignment import align_datasets
+    from pipeline.align.datasets import align_datasets
 
     return align_datasets(
         ref,

@@ -223,9 +223,8 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, threads: int | None = 0,
     k_eff = min(k, n - 1)
     stats: Counter = Counter()
     # candidate neighbours found so far, as (query, word, distance)
-    found_q, found_w, found_d = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    q, w, d = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     settled = np.zeros(n, dtype=bool) if k_eff > 0 else np.ones(n, dtype=bool)
-    all_rows = np.arange(n)
     for radius in range(0, MAX_RADIUS + 1):
         pending = np.flatnonzero(~settled)
         if not len(pending):
@@ -234,45 +233,9 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, threads: int | None = 0,
         # of length L meets words up to L + radius long, so those are all indexed
         longest = max(L for L in range(int(lengths.max()) + 1) if math.comb(L + radius, radius) <= MAX_VARIANTS)
         pending = pending[lengths[pending] <= longest]
-
-        # variants only meet variants of the same length: one length at a time keeps memory bounded
-        def pairs_meeting_at(m: int, pending=pending, radius=radius):
-            qry = [_variant_hashes(padded, lengths, j, pending[lengths[pending] == m + j]) for j in range(radius + 1)]
-            q_h = np.concatenate([h for h, _ in qry])
-            if not len(q_h):
-                return None
-            idx = [_variant_hashes(padded, lengths, l, all_rows[lengths == m + l]) for l in range(radius + 1)]
-            return _join(
-                np.concatenate([h for h, _ in idx]),
-                np.concatenate([r for _, r in idx]),
-                q_h,
-                np.concatenate([r for _, r in qry]),
-                n,
-            )
-
-        # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
-        found = [ab for ab in thread_map(pairs_meeting_at, range(int(lengths.max()) + 1), threads) if ab is not None]
-        pairs_a, pairs_b = [a for a, _ in found], [b for _, b in found]
-        key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
-        a, b = key // n, key % n
-        if len(a):
-            d = np.asarray(
-                process.cpdist(
-                    [strings[i] for i in a], [strings[i] for i in b], scorer=Levenshtein.distance, workers=threads
-                ),
-                dtype=np.int64,
-            )
-            found_q.append(a)
-            found_w.append(b)
-            found_d.append(d)
+        a, b, dist = _candidates(strings, padded, lengths, pending, radius, threads)
         stats[f"candidates_radius_{radius}"] = len(a)
-        # a pair found again at a larger radius must count once
-        q, w, d = np.concatenate(found_q), np.concatenate(found_w), np.concatenate(found_d)
-        key = q * n + w
-        order = np.argsort(key, kind="stable")
-        first = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(key) else order
-        found_q, found_w, found_d = [q[first]], [w[first]], [d[first]]
-        q, d = found_q[0], found_d[0]
+        q, w, d = _once_each(np.concatenate([q, a]), np.concatenate([w, b]), np.concatenate([d, dist]), n)
         within = np.bincount(q[d <= radius], minlength=n)
         searched = np.zeros(n, dtype=bool)  # only a word searched at this radius knows all words within it
         searched[pending] = True
@@ -281,31 +244,87 @@ def top_k(sequences: list[tuple[str, ...]], k: int = 3, threads: int | None = 0,
         settled |= newly
         if progress:
             progress(radius, int(settled.sum()), n)
-    q, w, d_all = found_q[0], found_w[0], found_d[0]
     index = np.full((n, k), -1, dtype=np.int64)
     distance = np.full((n, k), -1, dtype=np.int64)
-    order = np.lexsort((w, d_all, q))
-    q, w, d_all = q[order], w[order], d_all[order]
+    order = np.lexsort((w, d, q))
+    q, w, d = q[order], w[order], d[order]
     starts = np.searchsorted(q, np.arange(n), "left")
     ends = np.searchsorted(q, np.arange(n), "right")
     for i in np.flatnonzero(settled).tolist():
         take = min(k_eff, ends[i] - starts[i])
         index[i, :take] = w[starts[i] : starts[i] + take]
-        distance[i, :take] = d_all[starts[i] : starts[i] + take]
-    # brute force for the rest, within the length window that can still beat the best found so far
+        distance[i, :take] = d[starts[i] : starts[i] + take]
     rest = np.flatnonzero(~settled)
     stats["brute_force_words"] = len(rest)
     if len(rest):
-        bounds = np.full(len(rest), int(lengths.max()), dtype=np.int64)
-        q_sorted = np.searchsorted(q, rest, "left")
-        q_end = np.searchsorted(q, rest, "right")
-        have = q_end - q_sorted >= k_eff
-        # the k-th best distance found is an upper bound: longer or shorter words by more cannot beat it
-        bounds[have] = d_all[q_sorted[have] + k_eff - 1]
-        index[rest, :k_eff], distance[rest, :k_eff] = _brute_force(strings, lengths, rest, bounds, k_eff, threads)
+        index[rest, :k_eff], distance[rest, :k_eff] = _brute_force_rest(strings, lengths, rest, q, d, k_eff, threads)
         if progress:
             progress(MAX_RADIUS + 1, n, n)
     return Neighbours(index=index, distance=distance, stats=stats)
+
+
+def _candidates(
+    strings: list[str], padded: np.ndarray, lengths: np.ndarray, pending: np.ndarray, radius: int, threads: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (query, word, distance) pairs whose deletion variants at ``radius`` meet, for the
+    ``pending`` queries against every word."""
+    n = len(strings)
+    all_rows = np.arange(n)
+
+    # variants only meet variants of the same length: one length at a time keeps memory bounded
+    def pairs_meeting_at(m: int):
+        qry = [_variant_hashes(padded, lengths, j, pending[lengths[pending] == m + j]) for j in range(radius + 1)]
+        q_h = np.concatenate([h for h, _ in qry])
+        if not len(q_h):
+            return None
+        idx = [_variant_hashes(padded, lengths, l, all_rows[lengths == m + l]) for l in range(radius + 1)]
+        return _join(
+            np.concatenate([h for h, _ in idx]),
+            np.concatenate([r for _, r in idx]),
+            q_h,
+            np.concatenate([r for _, r in qry]),
+            n,
+        )
+
+    # variant lengths on threads (numpy's sorts and arithmetic release the GIL)
+    found = [ab for ab in thread_map(pairs_meeting_at, range(int(lengths.max()) + 1), threads) if ab is not None]
+    pairs_a, pairs_b = [a for a, _ in found], [b for _, b in found]
+    key = _unique(np.concatenate(pairs_a) * n + np.concatenate(pairs_b)) if pairs_a else np.zeros(0, np.int64)
+    a, b = key // n, key % n
+    if not len(a):
+        return a, b, np.zeros(0, np.int64)
+    d = process.cpdist([strings[i] for i in a], [strings[i] for i in b], scorer=Levenshtein.distance, workers=threads)
+    return a, b, np.asarray(d, dtype=np.int64)
+
+
+def _once_each(q: np.ndarray, w: np.ndarray, d: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (query, word, distance) pairs with each (query, word) once, in key order: a pair found
+    again at a larger radius must count once."""
+    key = q * n + w
+    order = np.argsort(key, kind="stable")
+    first = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(key) else order
+    return q[first], w[first], d[first]
+
+
+def _brute_force_rest(
+    strings: list[str],
+    lengths: np.ndarray,
+    rest: np.ndarray,
+    q: np.ndarray,
+    d: np.ndarray,
+    k_eff: int,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Brute force for the ``rest`` of the words, within the length window that can still beat the
+    best found so far (``q``, ``d``: the candidates' queries and distances, sorted by query then
+    distance)."""
+    bounds = np.full(len(rest), int(lengths.max()), dtype=np.int64)
+    q_sorted = np.searchsorted(q, rest, "left")
+    q_end = np.searchsorted(q, rest, "right")
+    have = q_end - q_sorted >= k_eff
+    # the k-th best distance found is an upper bound: longer or shorter words by more cannot beat it
+    bounds[have] = d[q_sorted[have] + k_eff - 1]
+    return _brute_force(strings, lengths, rest, bounds, k_eff, threads)
 
 
 def brute_force_top_k(
