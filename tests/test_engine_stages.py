@@ -20,6 +20,7 @@ from pipeline.engine.dataset import read_rows, row_shards
 from pipeline.engine.reading import read_segments
 from pipeline.engine.writing import write_parquet
 from pipeline.errors import InputError
+from pipeline.labels import PAPERS
 from pipeline.operations.audit import audit
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 from pipeline.schema import concat, segments_table, with_column
@@ -204,7 +205,7 @@ def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
     assert digests(tmp_path / "tok-one") == digests(tmp_path / "tok-dask")
     tokenizer = train_tokenizer(iter(pc.list_flatten(table["words"]).to_pylist()), vocab_size=3000, lowercase=True)
-    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8)
+    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8, label_set=PAPERS)
     assert read_segments_plain(tmp_path / "one").equals(whole)
     assert report["sequences"] == dict(counts) and counts["chunks"] > 300
 
