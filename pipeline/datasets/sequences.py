@@ -20,6 +20,13 @@ into no token (an empty word) becomes the unknown token, so no label is lost.
 Speed: each distinct word is tokenized once (a cache per process, over shards), and
 the packing is array arithmetic over the shard; only documents longer than one
 chunk are walked chunk by chunk.
+
+Scale: the stage's driver does nothing that grows with the corpus.  A trained tokenizer
+learns from word counts made on the workers (each shard's train words, normalized), summed
+exactly per range of word hashes, also on the workers (:func:`count_train_words`); the driver
+keeps the ``train_words`` most frequent (ties: by the word), and the trainer reads about
+``train_occurrences`` occurrences at most (:func:`scaled_counts`).  The report's audit is made
+from the same read of each shard as the packing.
 """
 
 from __future__ import annotations
