@@ -102,6 +102,7 @@ def fit_probe(model, tokenizer, shared: Path, n_words: int, seed: int) -> dict:
 
     from corpora import get_reader
     from pipeline.datasets.sequences import IGNORE, build_sequences
+    from pipeline.labels import PAPERS
     from pipeline.training.data import collate
 
     table = get_reader("tsv")([shared / "iwslt_en/dev2012.tsv"], lang="en", corpus="dev2012").table
@@ -120,7 +121,7 @@ def fit_probe(model, tokenizer, shared: Path, n_words: int, seed: int) -> dict:
             "split": ["train"] * len(chunks),
         }
     )
-    sequences, _ = build_sequences(segments, tokenizer, max_len=128, mode="segment")
+    sequences, _ = build_sequences(segments, tokenizer, max_len=128, mode="segment", label_set=PAPERS)
     states, targets = [], []
     with torch.no_grad():
         for start in range(0, sequences.num_rows, 32):

@@ -14,12 +14,24 @@ process (the stage's driver or one of its forked workers: ``wait4``'s ``ru_maxrs
 process and its waited-for descendants).  Words/s is the corpus's words (as ingested) over the
 stage's seconds.  The same run's baseline is the Parquet I/O floor: split's output read
 (``floor read``) and read and written again (``floor copy``) by the same engine and workers, with
-nothing else done ("x floor": a stage's seconds over the copy's).  Targets: peak RSS at the
-largest size within 1.25x of the smallest and under 2 GB per worker; each stage's seconds at the
-largest size within its multiple of the same run's copy floor (``FLOOR_TARGETS``).
+nothing else done ("x floor": a stage's seconds over the copy's).
+
+Targets, all relative to the same run: each stage's seconds at the largest size within its
+multiple of the copy floor (``FLOOR_TARGETS``); each stage's peak RSS at the largest size within
+1.25x of the size below it (10 M to 100 M words); and the projection to Gupta 2021's corpus
+(2.12 billion words) on 64 workers within 8 minutes for the whole recipe.
+
+The projection's model (:func:`extrapolate`): a stage's passes over shards (the executor's timed
+passes) are work divided among the workers, linear in words; the tokenizer's training runs on the
+driver and reads at most ``sequences.train_occurrences`` word occurrences, so its seconds are
+scaled by the occurrences it would read, which stop growing at that cap; the rest of a stage
+(start-up, the driver's scans, folds and reports) is serial and grows on the line through the two
+largest sizes.  ``--dask-check WORDS`` checks the model: the recipe at WORDS on a Dask
+``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds the model predicts from the
+1-worker run (its serial part, plus its passes halved) beside the measured ones.
 
     python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
-    python benchmarks/bench_scale.py --words 1e6,1e7,1e8 --json scale.json
+    python benchmarks/bench_scale.py --words 1e7,1e8 --dask-check 1e7 --json scale.json
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import ROOT, corpus_root, save_results
+from _common import ROOT, corpus_root, machine, save_results
 
 LANGS = {
     "hi": ["indic/flores/hin_Deva.devtest", "indic/ntrex/newstest2019-ref.hin.txt", "indic/tico19/tico19-test.hin"],
@@ -65,14 +77,11 @@ GUPTA_TRAIN_M = {
     "te": (14.9, "tel_Telu"),
 }
 RSS_RATIO_TARGET = 1.25
-RSS_LIMIT_MB = 2048
 # a stage's seconds at most this many times the same run's Parquet copy floor
 FLOOR_TARGETS = {"ingest": 3.0, "split": 1.5, "oversample": 2.0, "sequences": 3.0, "audit": 1.5}
-# the issue's baseline (old code, FLORES Hindi repeated): peak RSS in MB
-BASELINE_RSS = {
-    1_000_000: {"ingest": 300, "split": 338, "oversample": 379, "sequences": 651, "audit": 266},
-    10_000_000: {"ingest": 365, "split": 2105, "oversample": 2221, "sequences": 2561, "audit": 1180},
-}
+# the whole recipe over Gupta 2021's corpus on this many workers, at most this many minutes
+PROJECTION_WORKERS = 64
+PROJECTION_TARGET_MIN = 8.0
 
 
 # ----------------------------------------------------------------------------------- the corpus
@@ -154,7 +163,7 @@ def write_params(path: Path, files: dict[str, Path], args) -> None:
             }
         },
         "engine": {
-            "engine": "local",
+            "engine": args.engine,
             "workers": args.workers,
             "shard_lines": args.shard_lines,
             "shard_rows": args.shard_rows,
@@ -211,7 +220,7 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool)
         run_step(runner, _CopyShard(write), row_shards(dataset, shard_rows, runner), out if write else None)
 
 
-def run_size(words: int, args, tmp_root: Path) -> dict:
+def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"scale-{words}-", dir=tmp_root))
     try:
         start = time.perf_counter()
@@ -252,7 +261,8 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
                 seconds, peak = seconds + s, max(peak, p)
             with open(timings, "rb") as f:
                 f.seek(timed)
-                stage_passes = passes(f.read().decode("utf-8"))
+                timings_text = f.read().decode("utf-8")
+            stage_passes = passes(timings_text)
             if stage == "ingest":
                 corpus_words = sum(
                     json.loads((folder / f"data/stats/scale_{lang}.json").read_text())["words"] for lang in files
@@ -264,6 +274,7 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
                 "words_per_s_per_worker": rate / args.workers,
                 "peak_rss_mb": peak,
                 "passes": stage_passes,
+                "trainer_occurrences": trainer_occurrences(timings_text),
             }
             print(
                 f"[{words:,} words] {stage:10s} {seconds:8.1f} s {rate / 1e6:7.2f} M words/s"
@@ -272,7 +283,7 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
             )
         # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
         floor = {}
-        for kind in ("read", "copy"):
+        for kind in ("read", "copy") if with_floor else ():
             cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
                    "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
             seconds, peak = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
@@ -284,8 +295,8 @@ def run_size(words: int, args, tmp_root: Path) -> dict:
                 flush=True,
             )
         disk = sum(f.stat().st_size for f in (folder / "data").rglob("*") if f.is_file())
-        return {"target_words": words, "words": corpus_words, "workers": args.workers, "data_mb": disk / 1e6,
-                "stages": stages, "io_floor": floor}  # fmt: skip
+        return {"target_words": words, "words": corpus_words, "workers": args.workers, "engine": args.engine,
+                "data_mb": disk / 1e6, "stages": stages, "io_floor": floor}  # fmt: skip
     finally:
         if not args.keep:  # the next size needs the disk
             shutil.rmtree(folder, ignore_errors=True)
@@ -313,6 +324,12 @@ def passes(timings_text: str) -> dict[str, float]:
     return out
 
 
+def trainer_occurrences(timings_text: str) -> int:
+    """The word occurrences the tokenizer's trainer read (its timed pass's items), 0 if it did not run."""
+    records = [json.loads(line) for line in timings_text.splitlines() if line.strip()]
+    return sum(int(r["items"]) for r in records if r["label"].endswith(TRAINER_PASS))
+
+
 def print_passes(result: dict) -> None:
     """Each stage's passes as its log timed them (the rest of a stage: start-up, drivers' folds, reports)."""
     print(f"  passes at {result['words']:,} words (seconds, words/s per worker over the corpus words):")
@@ -338,24 +355,18 @@ def print_table(result: dict) -> None:
 
 
 def checks(results: list[dict]) -> list[str]:
-    """PASS/FAIL lines: memory against the smallest size, speed against the copy floor at the largest."""
+    """PASS/FAIL lines of the targets relative to the same run: memory at the largest size against
+    the size below it, speed against the copy floor at the largest size."""
     lines = []
-    base, top = results[0], results[-1]
-    for result in results[1:]:
+    top = results[-1]
+    if len(results) > 1:
+        below = results[-2]
         for stage in STAGES:
-            ratio = result["stages"][stage]["peak_rss_mb"] / base["stages"][stage]["peak_rss_mb"]
+            ratio = top["stages"][stage]["peak_rss_mb"] / below["stages"][stage]["peak_rss_mb"]
             verdict = "PASS" if ratio <= RSS_RATIO_TARGET else "FAIL"
             lines.append(
-                f"{verdict} {stage:10s} peak RSS {result['target_words']:,} / {base['target_words']:,} words:"
+                f"{verdict} {stage:10s} peak RSS {top['target_words']:,} / {below['target_words']:,} words:"
                 f" {ratio:.2f}x (target <= {RSS_RATIO_TARGET}x)"
-            )
-    for result in results:
-        for stage in STAGES:
-            peak = result["stages"][stage]["peak_rss_mb"]
-            verdict = "PASS" if peak < RSS_LIMIT_MB else "FAIL"
-            lines.append(
-                f"{verdict} {stage:10s} peak RSS at {result['target_words']:,} words: {peak:.0f} MB"
-                f" (target < {RSS_LIMIT_MB} MB per worker)"
             )
     copy = top["io_floor"]["copy"]["seconds"]
     for stage, target in FLOOR_TARGETS.items():
@@ -370,15 +381,8 @@ def checks(results: list[dict]) -> list[str]:
     if packing:
         lines.append(
             f"info sequences  tokenize + pack pass alone: {packing[0] / copy:.2f}x the copy floor at"
-            f" {top['target_words']:,} words (the stage also counts words, trains the tokenizer and audits)"
+            f" {top['target_words']:,} words (the stage also counts words and trains the tokenizer)"
         )
-    for result in results:
-        old = BASELINE_RSS.get(result["target_words"])
-        if old:
-            lines.append(
-                f"info vs the issue's baseline at {result['target_words']:,} words (old code, MB): "
-                + ", ".join(f"{s} {result['stages'][s]['peak_rss_mb']:.0f}/{old[s]}" for s in STAGES)
-            )
     return lines
 
 
@@ -393,6 +397,10 @@ def gupta_words() -> dict[str, float]:
     return out
 
 
+def trainer_seconds(stage: dict) -> float:
+    return sum(s for label, s in stage.get("passes", {}).items() if label.endswith(TRAINER_PASS))
+
+
 def serial_seconds(stage: dict) -> float:
     """A stage's seconds outside its passes over shards: start-up, the driver's scans, folds and
     reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
@@ -401,43 +409,107 @@ def serial_seconds(stage: dict) -> float:
     return max(0.0, stage["seconds"] - parallel)
 
 
+def trainer_cap() -> int:
+    """The occurrences the tokenizer's trainer reads at most (the sequences params' default)."""
+    from pipeline.params import SequencesParams
+
+    return SequencesParams().train_occurrences
+
+
+MODEL = (
+    "model: a stage's passes over shards are work divided among the workers, linear in words from {top}"
+    " (measured on {workers} worker(s)); the tokenizer's training runs on the driver, its seconds"
+    " proportional to the occurrences it reads, at most {cap:,} (the train_occurrences default) whatever"
+    " the corpus; the rest of a stage (start-up, the driver's scans, folds and reports) is serial and"
+    " grows on the line through {line}"
+)
+
+
 def extrapolate(results: list[dict]) -> tuple[list[str], dict]:
-    """Each stage at Gupta 2021 Table 1's words on 1, 8 and 64 workers (Amdahl's law): its passes
-    over shards, linear in words from the largest size, divided among the workers; its serial
-    part (:func:`serial_seconds`: start-up, which does not grow, and driver work, which does) on
-    the line through the two largest sizes, not divided."""
+    """Each stage at Gupta 2021 Table 1's words on 1, 8 and 64 workers (Amdahl's law, see
+    :data:`MODEL`), and the whole recipe's minutes on :data:`PROJECTION_WORKERS` workers against
+    :data:`PROJECTION_TARGET_MIN`."""
     sizes = gupta_words()
     total = sum(sizes.values())
     top, below = results[-1], (results[-2] if len(results) > 1 else None)
+    cap = trainer_cap()
+    line = f"{below['target_words']:,} and {top['target_words']:,} words" if below else "the origin (one size)"
+    model = MODEL.format(top=f"{top['target_words']:,} words", workers=top["workers"], cap=cap, line=line)
+    widths = (1, 8, PROJECTION_WORKERS)
     lines = [
         f"Gupta 2021 Table 1: {sum(m for m, _ in GUPTA_TRAIN_M.values()):.2f} M train sentences over 11 languages"
         f" x FLORES words per sentence = {total / 1e9:.2f} billion words",
-        f"assumption: a stage's passes over shards linear in words from {top['target_words']:,} words and"
-        f" divided among the workers (measured on {top['workers']}); the rest of it (start-up, the"
-        " driver's work, the tokenizer's training on the driver's cores) "
-        + (f"on the line through {below['target_words']:,} and {top['target_words']:,} words" if below else "linear")
-        + ", not divided",
-        f"  {'stage':10s} " + " ".join(f"{f'{w} worker(s)':>14s}" for w in (1, 8, 64)) + f" {'serial part':>14s}",
+        model,
+        f"  {'stage':10s} " + " ".join(f"{f'{w} worker(s)':>14s}" for w in widths) + f" {'serial part':>14s}",
     ]
-    table: dict = {"total_words": total, "per_language_words": sizes, "stages": {}}
+    table: dict = {"total_words": total, "per_language_words": sizes, "model": model, "stages": {}}
     for stage, r in top["stages"].items():
-        top_serial = serial_seconds(r)
+        top_rest = serial_seconds(r) - trainer_seconds(r)
         if below:
-            slope = (top_serial - serial_seconds(below["stages"][stage])) / (top["words"] - below["words"])
-            serial = max(top_serial, top_serial + slope * (total - top["words"]))
+            slope = (top_rest - serial_seconds(below["stages"][stage]) + trainer_seconds(below["stages"][stage])) / (
+                top["words"] - below["words"]
+            )
+            rest = max(top_rest, top_rest + slope * (total - top["words"]))
         else:
-            serial = top_serial * total / top["words"]
-        worker_seconds = (r["seconds"] - top_serial) * top["workers"] * total / top["words"]
-        seconds = {w: serial + worker_seconds / w for w in (1, 8, 64)}
+            rest = top_rest * total / top["words"]
+        trainer = 0.0
+        if r.get("trainer_occurrences"):  # the occurrences read grow with the train words up to the cap
+            read = min(cap, r["trainer_occurrences"] * total / top["words"])
+            trainer = trainer_seconds(r) * read / r["trainer_occurrences"]
+        serial = rest + trainer
+        worker_seconds = (r["seconds"] - serial_seconds(r)) * top["workers"] * total / top["words"]
+        seconds = {w: serial + worker_seconds / w for w in widths}
         table["stages"][stage] = {**seconds, "serial": serial}
         lines.append(
             f"  {stage:10s} " + " ".join(f"{hours(s):>14s}" for s in seconds.values()) + f" {hours(serial):>14s}"
         )
-    total_s = {w: sum(t[w] for t in table["stages"].values()) for w in (1, 8, 64)}
+    total_s = {w: sum(t[w] for t in table["stages"].values()) for w in widths}
     serial_total = sum(t["serial"] for t in table["stages"].values())
     lines.append(
         f"  {'all':10s} " + " ".join(f"{hours(s):>14s}" for s in total_s.values()) + f" {hours(serial_total):>14s}"
     )
+    minutes = total_s[PROJECTION_WORKERS] / 60
+    verdict = "PASS" if minutes <= PROJECTION_TARGET_MIN else "FAIL"
+    table["projection"] = {"workers": PROJECTION_WORKERS, "minutes": minutes, "serial_minutes": serial_total / 60}
+    lines.append(
+        f"{verdict} projection  {total / 1e9:.2f} billion words on {PROJECTION_WORKERS} workers: {minutes:.1f} min,"
+        f" {serial_total / 60:.1f} min of it serial (target <= {PROJECTION_TARGET_MIN:g} min)"
+    )
+    return lines, table
+
+
+def predict_workers(one: dict, workers: int) -> dict[str, float]:
+    """Each stage's seconds on ``workers`` workers as the model predicts them from a 1-worker run of
+    the same corpus: its serial part, plus its passes over shards divided among the workers."""
+    return {
+        stage: serial_seconds(r) + (r["seconds"] - serial_seconds(r)) / workers for stage, r in one["stages"].items()
+    }
+
+
+def dask_check(words: int, args, tmp_root: Path) -> tuple[list[str], dict]:
+    """The recipe at ``words`` on a Dask LocalCluster of 1, then 2 workers; the model's prediction
+    of the 2-worker seconds from the 1-worker run beside the measured ones."""
+    runs = {}
+    for workers in (1, 2):
+        run_args = argparse.Namespace(**{**vars(args), "engine": "dask", "workers": workers})
+        print(f"[dask check] {words:,} words on a LocalCluster of {workers} worker(s)", flush=True)
+        runs[workers] = run_size(words, run_args, tmp_root, with_floor=False)
+    predicted = predict_workers(runs[1], 2)
+    lines = [
+        f"dask check at {words:,} words: the 2-worker seconds predicted from the 1-worker run"
+        " (its serial part + its passes / 2) against the measured",
+        f"  {'stage':10s} {'1 worker':>10s} {'predicted 2':>12s} {'measured 2':>11s} {'error':>8s}",
+    ]
+    table: dict = {"words": runs[1]["words"], "stages": {}}
+    for stage in STAGES:
+        one, got, want = runs[1]["stages"][stage]["seconds"], runs[2]["stages"][stage]["seconds"], predicted[stage]
+        table["stages"][stage] = {"one_worker": one, "predicted": want, "measured": got}
+        lines.append(f"  {stage:10s} {one:10.1f} {want:12.1f} {got:11.1f} {100 * (want - got) / got:+7.1f}%")
+    one = sum(r["one_worker"] for r in table["stages"].values())
+    want = sum(r["predicted"] for r in table["stages"].values())
+    got = sum(r["measured"] for r in table["stages"].values())
+    table.update(one_worker=one, predicted=want, measured=got, error=(want - got) / got)
+    lines.append(f"  {'all':10s} {one:10.1f} {want:12.1f} {got:11.1f} {100 * (want - got) / got:+7.1f}%")
     return lines, table
 
 
@@ -445,7 +517,8 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
-def run_sizes(args) -> list[dict]:
+def run_sizes(args) -> tuple[list[dict], tuple[list[str], dict] | None]:
+    """The sizes' runs, and the Dask check's lines and table (None without ``--dask-check``)."""
     sizes = sorted(int(float(w)) for w in args.words.split(","))
     if args.tmp:
         os.makedirs(args.tmp, exist_ok=True)
@@ -455,7 +528,8 @@ def run_sizes(args) -> list[dict]:
         sys.exit(f"need about {need / 1e9:.0f} GB in {args.tmp or tempfile.gettempdir()}, {free / 1e9:.0f} GB free")
     tmp = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.tmp))
     try:
-        return [run_size(words, args, tmp) for words in sizes]
+        results = [run_size(words, args, tmp) for words in sizes]
+        return results, dask_check(int(float(args.dask_check)), args, tmp) if args.dask_check else None
     finally:
         if args.keep:
             print(f"kept {tmp}")
@@ -486,11 +560,20 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--report", metavar="JSON", help="print the tables, checks and extrapolation of a saved run")
+    parser.add_argument(
+        "--dask-check", metavar="WORDS", help="also run the recipe at WORDS on a Dask LocalCluster of 1 and 2 workers"
+    )
     args = parser.parse_args()
+    args.engine = "local"
+    the_machine = machine()
+    print(f"{the_machine['cpu']}, {the_machine['cores']} cores, instruction sets: "
+          + (", ".join(the_machine["instruction_sets"]) or "not recorded"), flush=True)  # fmt: skip
     if args.report:
-        results = json.loads(Path(args.report).read_text(encoding="utf-8"))["sizes"]
+        saved = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        results, dask = saved["sizes"], saved.get("dask_check")
+        dask = (dask["lines"], dask) if dask else None
     else:
-        results = run_sizes(args)
+        results, dask = run_sizes(args)
     for result in results:
         print_table(result)
         print_passes(result)
@@ -502,17 +585,25 @@ def main() -> None:
     lines, extrapolation = extrapolate(results)
     for line in lines:
         print(line)
+    if dask:
+        print()
+        for line in dask[0]:
+            print(line)
+        dask[1]["lines"] = dask[0]
+    notes = [*verdicts, lines[1], lines[-1], *(dask[0] if dask else [])]
     if args.json and not args.report:
         config = {k: getattr(args, k) for k in ("workers", "shard_lines", "shard_rows", "vocab_size", "doc_sentences")}
-        out = {"config": config, "sizes": results, "checks": verdicts, "extrapolation": extrapolation}
+        out = {"config": config, "machine": the_machine, "sizes": results, "checks": verdicts,
+               "extrapolation": extrapolation, "dask_check": dask[1] if dask else None}  # fmt: skip
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     if not args.report and results[-1]["target_words"] >= 1_000_000:  # smaller runs are smoke tests
-        save_scale(results, args)
+        save_scale(results, args, notes, extrapolation, dask[1] if dask else None)
 
 
-def save_scale(results: list[dict], args) -> None:
-    """benchmarks/results/scale.json: seconds and peak RSS per stage and size, and each stage's
-    seconds over the same run's Parquet copy floor at the largest size."""
+def save_scale(results: list[dict], args, notes: list[str], extrapolation: dict, dask: dict | None) -> None:
+    """benchmarks/results/scale.json: seconds and peak RSS per stage and size, each stage's seconds
+    over the same run's Parquet copy floor at the largest size, and as notes the targets (all
+    relative to the run), the projection with its model and the Dask check."""
     top = results[-1]
     rows = []
     for stage in top["stages"]:
@@ -537,7 +628,8 @@ def save_scale(results: list[dict], args) -> None:
         "(floor: copy), by the same engine and workers in the same run",
         columns=["stage", *sizes, "words/s per worker, largest size", "x copy floor, largest size"],
         rows=rows,
-        metrics={"sizes": results},
+        metrics={"sizes": results, "projection": extrapolation, "dask_check": dask},
+        notes=notes,
     )
 
 

@@ -309,6 +309,16 @@ class SequencesParams(Section):
     )
     vocab_size: int = _field(2000, "vocabulary of a trained tokenizer", ge=100, le=MAX_VOCAB_SIZE)
     lowercase: bool = _field(False, "a trained tokenizer lowercases")
+    train_words: int = _field(
+        1_000_000,
+        "a trained tokenizer learns from at most this many distinct train words, the most frequent (ties: by the word)",
+        ge=1,
+    )
+    train_occurrences: int = _field(
+        10_000_000,
+        "and from at most about this many of their occurrences: counts scaled down in proportion (at least 1) above it",
+        ge=1,
+    )
     max_len: int = _field(256, "tokens per sequence, specials included", ge=8, le=MAX_LEN)
     mode: Literal["chunk", "segment"] = _field(
         "chunk", "chunk: documents cut into max_len sequences; segment: a sequence per segment"

@@ -1,7 +1,7 @@
 import numpy as np
 
 from pipeline.audit.stats import audit, sentence_lengths
-from pipeline.labels import LABELS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 
 
@@ -16,8 +16,8 @@ def test_sentence_lengths_span_segments_not_documents():
         vocabulary=LABELS,
     )
     # doc a: w1..w3 (3 words) and w4..w5 (2); doc b: x1..x2 (2); x3 ends no sentence
-    assert sentence_lengths(table).tolist() == [3, 2, 2]
-    summary = audit([table])["c"]
+    assert sentence_lengths(table, PAPERS).tolist() == [3, 2, 2]
+    summary = audit([table], label_set=PAPERS)["c"]
     assert summary["sentence_length"]["mean"] == round(np.mean([3, 2, 2]), 4)
     assert summary["sentence_length"]["std"] == round(np.std([3, 2, 2]), 4)
     assert summary["labels"] == {"O": 5, "COMMA": 0, "PERIOD": 2, "QUESTION": 1}
@@ -25,8 +25,8 @@ def test_sentence_lengths_span_segments_not_documents():
 
 def test_empty_table_and_missing_labels():
     empty = segments_table("c", "en", [], [], [], [], vocabulary=LABELS)
-    summary = audit([empty])["(empty)"]
+    summary = audit([empty], label_set=PAPERS)["(empty)"]
     assert summary["words"] == 0 and summary["labels"] == {"O": 0, "COMMA": 0, "PERIOD": 0, "QUESTION": 0}
     assert summary["sentence_length"]["mean"] == summary["sentence_length"]["std"] == 0.0
     no_end = segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O", "COMMA"]], vocabulary=LABELS)
-    assert audit([no_end])["c"]["sentence_length"]["mean"] == 0.0
+    assert audit([no_end], label_set=PAPERS)["c"]["sentence_length"]["mean"] == 0.0

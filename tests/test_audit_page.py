@@ -14,6 +14,7 @@ from corpora import get_reader
 from pipeline.audit.html import ALAM_NOTE, HIST_BINS, nice_axis
 from pipeline.audit.reports import write_outputs
 from pipeline.audit.stats import audit
+from pipeline.labels import PAPERS
 from pipeline.schema import with_column
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -93,7 +94,7 @@ def page(root, tmp_path_factory):
     split = with_column(talks, "corpus", pa.array(["en_split"] * talks.num_rows))
     names = ["train" if i % 3 else "dev" for i in range(split.num_rows)]
     tables.append(with_column(split, "split", pa.array(names)))
-    result, histograms = audit(tables, with_histograms=True)
+    result, histograms = audit(tables, with_histograms=True, label_set=PAPERS)
     readers = {"en_talks": "text", "bn_news": "text", "en_talks_asr": "transcript", "en_labelled": "tsv"}
     write_outputs(result, histograms, folder, readers=readers)
     text = (folder / "audit.html").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from corpora import get_reader
 from pipeline.audit.html import report_html, table1_markdown
 from pipeline.audit.reports import write_outputs
 from pipeline.audit.stats import audit
-from pipeline.labels import LABELS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 
 # Alam et al. 2020, Table 1 rows (as printed) and Table 2 (mean, std)
@@ -51,7 +51,7 @@ def paper_tables(shared):
 @pytest.mark.real_corpora
 def test_table_1_reproduced_exactly(paper_tables):
     """The paper's rows, but where a set holds empty words: those are dropped, counted."""
-    markdown = table1_markdown(audit(paper_tables))
+    markdown = table1_markdown(audit(paper_tables, label_set=PAPERS))
     for name, (_, row, _, _) in TABLE_1.items():
         ours, empty = WITHOUT_EMPTY_WORDS.get(name, (row, 0))
         assert f"| {name} {ours}" in markdown
@@ -60,7 +60,7 @@ def test_table_1_reproduced_exactly(paper_tables):
 
 @pytest.mark.real_corpora
 def test_table_2_std_and_the_constant_in_the_means(paper_tables):
-    result = audit(paper_tables)
+    result = audit(paper_tables, label_set=PAPERS)
     offsets = []
     for name, (_, _, paper_mean, paper_std) in TABLE_1.items():
         ours = result[name]["sentence_length"]
@@ -95,7 +95,7 @@ def test_splits_drift_oov_leakage():
             ("a", "test", ["the", "cat", "sat"], ["O", "O", "PERIOD"]),  # leaked document and segment
         ],
     )
-    result = audit([table], drift_threshold=1.0)["c"]
+    result = audit([table], drift_threshold=1.0, label_set=PAPERS)["c"]
     assert set(result["splits"]) == {"train", "dev", "test"}
     assert result["splits"]["dev"]["oov_rate"] == pytest.approx(100 * 2 / 3, abs=0.01)
     assert result["splits"]["test"]["oov_rate"] == 0.0
@@ -113,7 +113,7 @@ def test_per_language_breakdown():
     ms = segments_table(
         "multi", "ms", ["b"], [0], [["ya", "betul", "itu"]], [["COMMA", "O", "PERIOD"]], ["train"], vocabulary=LABELS
     )
-    result = audit([pa.concat_tables([en, ms])])["multi"]
+    result = audit([pa.concat_tables([en, ms])], label_set=PAPERS)["multi"]
     assert result["by_language"]["en"]["labels"]["QUESTION"] == 1
     assert result["by_language"]["ms"]["words"] == 3
     assert result["splits"]["train"]["by_language"]["ms"]["labels"]["COMMA"] == 1
@@ -122,14 +122,14 @@ def test_per_language_breakdown():
 def test_bad_input_is_reported_not_a_crash(tmp_path):
     empty = segments_table("empty", "en", [], [], [], [], vocabulary=LABELS)
     no_question = _table("nq", [("a", None, ["hello", "there"], ["COMMA", "PERIOD"])])
-    result = audit([empty, no_question], expected_splits=())
+    result = audit([empty, no_question], expected_splits=(), label_set=PAPERS)
     assert result["(empty)"]["words"] == 0 and result["(empty)"]["label_shares"]["O"] == 0.0
     assert result["nq"]["missing_labels"] == "O,QUESTION"
     with_splits = _table("s", [("a", "train", ["x", "y"], ["O", "PERIOD"])])
-    result = audit([with_splits], expected_splits=("train", "dev", "test"))["s"]
+    result = audit([with_splits], expected_splits=("train", "dev", "test"), label_set=PAPERS)["s"]
     assert result["splits"]["dev"]["documents"] == 0 and result["splits"]["dev"]["words"] == 0
     assert "split dev has no documents" in result["warnings"]
-    html = report_html(audit([empty, no_question]), {})
+    html = report_html(audit([empty, no_question], label_set=PAPERS), {})
     assert "<svg" in html
     assert "<script" not in html and "<link" not in html and "src=" not in html  # nothing to fetch
 
@@ -141,7 +141,7 @@ def test_html_report_in_headless_chromium(tmp_path, root):
         get_reader("text")([root / "corpora/samples/en/talks.txt"], lang="en", corpus="talks").table,
         get_reader("text")([root / "corpora/samples/bn/news.txt"], lang="bn", corpus="bangla").table,
     ]
-    write_outputs(*audit(tables, with_histograms=True), tmp_path)
+    write_outputs(*audit(tables, with_histograms=True, label_set=PAPERS), tmp_path)
     page = tmp_path / "audit.html"
     html = page.read_text()
     assert html.count('class="chart"') == 4  # label shares and sentence lengths, two datasets

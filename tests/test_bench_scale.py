@@ -41,12 +41,21 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
         assert size["io_floor"][kind]["seconds"] > 0
         assert re.search(rf"^\s+floor {kind}\s+[\d.]+\s+[\d,]+$", proc.stdout, re.M), proc.stdout
     assert "Gupta 2021 Table 1" in proc.stdout
+    # only targets relative to the same run: the floor, the size below, the projection's minutes
+    verdicts = [line for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert len(verdicts) == 5 + 1 and all("copy floor" in v or "projection" in v for v in verdicts), verdicts
+    assert re.search(r"^(PASS|FAIL) projection .* on 64 workers: [\d.]+ min", proc.stdout, re.M)
+    assert "instruction sets: " in proc.stdout
+    saved = json.loads(out.read_text())
+    assert (
+        isinstance(saved["machine"]["instruction_sets"], list) and saved["extrapolation"]["projection"]["minutes"] > 0
+    )
 
 
 def test_extrapolation_divides_passes_among_workers_and_not_the_serial_part(shared, root, monkeypatch):
     """Amdahl's law over a stage's log: its passes over shards are divided among the workers, the
-    rest (start-up, driver work, the tokenizer's training) is not, and grows on the line through
-    the two largest sizes."""
+    rest is not: the tokenizer's training stays at its seconds once it reads the capped number of
+    occurrences, the other serial work grows on the line through the two largest sizes."""
     monkeypatch.syspath_prepend(str(root / "benchmarks"))
     import bench_scale
 
@@ -56,14 +65,35 @@ def test_extrapolation_divides_passes_among_workers_and_not_the_serial_part(shar
 
     small = size(10**7, 3.0, {"sequences: tokenizer words": 1.0, "sequences x: tokenizer training": 0.5})
     large = size(10**8, 20.0, {"sequences: tokenizer words": 14.0, "sequences x: tokenizer training": 4.0})
+    cap = bench_scale.trainer_cap()
+    small["stages"]["sequences"]["trainer_occurrences"] = cap // 2
+    large["stages"]["sequences"]["trainer_occurrences"] = cap  # the trainer read as many as it may
     assert bench_scale.serial_seconds(small["stages"]["sequences"]) == 2.0  # training is serial
     assert bench_scale.serial_seconds(large["stages"]["sequences"]) == 6.0
     lines, table = bench_scale.extrapolate([small, large])
     total = table["total_words"]
-    serial = 6.0 + (6.0 - 2.0) / 9e7 * (total - 1e8)
+    serial = 2.0 + (2.0 - 1.5) / 9e7 * (total - 1e8) + 4.0  # the rest on its line, the training as measured
     got = table["stages"]["sequences"]
     assert got["serial"] == pytest.approx(serial)
     for workers in (1, 8, 64):  # 14 s of passes on 2 workers: 28 worker-seconds per 1e8 words
         assert got[workers] == pytest.approx(serial + 28.0 * total / 1e8 / workers)
     assert got[64] < got[8] < got[1] and got[64] > serial
     assert any(line.lstrip().startswith("sequences") for line in lines)
+    assert table["projection"]["minutes"] == pytest.approx(got[64] / 60)
+    # below the cap, the training's seconds grow with the occurrences it reads, up to the cap
+    _, below = bench_scale.extrapolate([size(10**6, 1.0, {}), small])
+    rest = 1.5 + (1.5 - 1.0) / 9e6 * (total - 1e7)
+    assert below["stages"]["sequences"]["serial"] == pytest.approx(rest + 0.5 * 2)
+
+
+def test_model_predicts_two_workers_from_one(root, monkeypatch):
+    """The Dask check's prediction: a stage's serial part plus its passes halved (the training not)."""
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import bench_scale
+
+    one = {
+        "stages": {
+            "sequences": {"seconds": 10.0, "passes": {"sequences x": 6.0, "sequences x: tokenizer training": 1.0}}
+        }
+    }
+    assert bench_scale.predict_workers(one, 2) == {"sequences": 4.0 + 3.0}

@@ -21,7 +21,7 @@ from pipeline.align.tables import align_tables
 from pipeline.audit.stats import audit
 from pipeline.datasets.export import export_datasets
 from pipeline.ingest import plan, reader_module
-from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, RENDERED_MARK
+from pipeline.labels import CASE_LABELS, CASE_TO_ID, LABEL_TO_ID, LABELS, PAPERS, RENDERED_MARK
 from pipeline.schema import concat, segments_table, with_column
 from pipeline.text.case import apply_case
 from pipeline.text.labelling import label_lines
@@ -164,7 +164,7 @@ def with_splits(table: pa.Table) -> pa.Table:
 
 def test_audit_case_counts_equal_a_direct_count(ted):
     table = with_splits(ted[0])
-    summary = audit([table])["c"]
+    summary = audit([table], label_set=PAPERS)["c"]
     assert summary["case_labels"] == {c: Counter(flat(table, "case"))[c] for c in CASE_LABELS}
     for split in ("train", "dev", "test"):
         part = table.filter(pc.equal(table["split"], split))

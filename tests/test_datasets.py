@@ -16,7 +16,7 @@ from pipeline.datasets.oversample import oversample_dataset
 from pipeline.datasets.sequences import build_sequences, train_tokenizer, words_from_sequences
 from pipeline.datasets.split import SplitInput, split_dataset
 from pipeline.engine.reading import read_segments
-from pipeline.labels import LABELS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.params import OversampleParams, SplitParams
 from pipeline.schema import segments_table, with_column
 
@@ -455,13 +455,15 @@ def dev_sample(shared):
 )
 def test_sequences_fit_and_reconstruct(dev_sample, mode, stride, slot):
     tokenizer = train_tokenizer((w for ws in dev_sample["words"].to_pylist() for w in ws), vocab_size=800)
-    sequences, _counts = build_sequences(dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot)
+    sequences, _counts = build_sequences(
+        dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot, label_set=PAPERS
+    )
     reference, _ = build_sequences_reference(
         dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot
     )
     assert sequences.equals(reference)  # the vectorized packing is the plain rule
     assert max(len(ids) for ids in sequences["input_ids"].to_pylist()) <= 48
-    recovered = words_from_sequences(sequences, tokenizer)[("dev2012", "train")]
+    recovered = words_from_sequences(sequences, tokenizer, PAPERS)[("dev2012", "train")]
     gold = [l for labels in dev_sample["labels"].to_pylist() for l in labels]
     assert [i for i, _ in recovered] == list(range(len(gold)))
     assert [l for _, l in recovered] == gold
@@ -534,11 +536,11 @@ def test_sequences_step_packs_with_the_saved_backend_as_with_transformers(dev_sa
     save_tokenizer(tokenizer, tmp_path / "tok")
     backend = packing_files(tokenizer, tmp_path / "tok", tmp_path)
     shard = row_shards(write_dataset(dev_sample, tmp_path / "segments", parts=1), 10**6)[0]
-    light = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend)(shard).table
-    full = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False)(shard).table
+    light = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, PAPERS, backend)(shard).table
+    full = SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, PAPERS)(shard).table
     assert light.equals(full) and light.num_rows > 10
     (tmp_path / "step.pickle").write_bytes(
-        pickle.dumps((SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, backend), shard))
+        pickle.dumps((SequencesStep(tmp_path / "tok", 64, "chunk", 0, False, PAPERS, backend), shard))
     )
     probe = (
         "import pickle, sys; from pipeline.datasets.sequences import SequencesStep; "

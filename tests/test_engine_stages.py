@@ -22,7 +22,7 @@ from pipeline.engine.dataset import read_rows, row_shards
 from pipeline.engine.reading import read_segments
 from pipeline.engine.writing import write_parquet
 from pipeline.errors import InputError
-from pipeline.labels import LABELS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.operations.audit import audit
 from pipeline.params import EngineParams, OversampleParams, SequencesParams, SplitParams
 from pipeline.schema import concat, segments_table, with_column
@@ -209,7 +209,7 @@ def test_sequences_sharded_equal_in_memory_on_every_engine(talks, tmp_path):
     assert digests(tmp_path / "one") == digests(tmp_path / "two") == digests(tmp_path / "dask")
     assert digests(tmp_path / "tok-one") == digests(tmp_path / "tok-dask")
     tokenizer = train_tokenizer(iter(pc.list_flatten(table["words"]).to_pylist()), vocab_size=3000, lowercase=True)
-    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8)
+    whole, counts = build_sequences(table, tokenizer, max_len=128, stride=8, label_set=PAPERS)
     assert read_segments_plain(tmp_path / "one").equals(whole)
     assert report["sequences"] == dict(counts) and counts["chunks"] > 300
 
@@ -480,20 +480,39 @@ def test_audit_views_in_one_pass_equal_separate_audits(talks, tmp_path, corpora)
     assert both == [pooled, per_corpus]
 
 
-def test_sequences_report_audits_once_for_one_corpus(talks, tmp_path, monkeypatch):
-    from pipeline.audit import stats as audit
+def test_sequences_report_audits_in_the_packing_pass(talks, tmp_path, monkeypatch):
+    """The report's distribution is the audit of the stage's input, computed from the rows that the
+    packing reads: every shard's segments are read once, not again for an audit."""
+    from pipeline.audit.stats import AuditView, audit_dataset_views
+    from pipeline.engine import dataset
+    from pipeline.engine.executor import executor
 
     _folder, ref, _hyp = talks
-    table = with_column(ref, "split", pa.array(["train"] * ref.num_rows))
-    write_dataset(table, tmp_path / "segments.parquet", parts=2)
-    calls = []
-    real = audit.audit_dataset_views
+    splits = ["train", "dev", "test"] * (ref.num_rows // 3) + ["train"] * (ref.num_rows % 3)
+    table = with_column(ref, "split", pa.array(splits))
+    write_dataset(table, tmp_path / "segments.parquet", by_doc=True)
+    reads = []
+    real = dataset.read_rows
     monkeypatch.setattr(
-        audit, "audit_dataset_views", lambda *a, **k: calls.append([v.names for v in a[4]]) or real(*a, **k)
+        dataset, "read_rows", lambda shard, columns=None, **k: reads.append(columns) or real(shard, columns, **k)
     )
     params = SequencesParams(tokenizer="train", vocab_size=1000, max_len=128)
     report = sequences_dataset(
-        tmp_path / "segments.parquet", params, tmp_path / "seq", tmp_path / "tok", tmp_path / "r.json", "talks"
+        tmp_path / "segments.parquet",
+        params,
+        tmp_path / "seq",
+        tmp_path / "tok",
+        tmp_path / "r.json",
+        "talks",
+        engine=EngineParams(workers=1, shard_rows=300),
     )
-    assert calls == [[["talks"]]] and "per_corpus" not in report
+    shards = row_shards(tmp_path / "segments.parquet", 300)
+    segment_reads = [c for c in reads if c is None or "labels" in c]
+    assert len(shards) > 3 and len(segment_reads) == len(shards)  # the packing's reads, one a shard
+    monkeypatch.setattr(dataset, "read_rows", real)
+    view = AuditView(["talks"], expected_splits=("train", "dev", "test"))
+    with executor("local", 1) as runner:
+        ((alone, _),) = audit_dataset_views(runner, [tmp_path / "segments.parquet"], tmp_path / "a", 300, [view])
+    assert report["distribution"] == alone and "per_corpus" not in report
     assert report["distribution"]["talks"]["words"] == sum(len(w) for w in table["words"].to_pylist())
+    assert report["distribution"]["talks"]["leakage"]["documents_in_several_splits"] > 0

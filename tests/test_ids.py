@@ -14,7 +14,7 @@ from support.ingesting import ingest_files
 from pipeline.audit.stats import TableShard, aggregate, audit
 from pipeline.engine.executor import executor
 from pipeline.ingest import id_suffixes, ingest_table
-from pipeline.labels import LABELS
+from pipeline.labels import LABELS, PAPERS
 from pipeline.schema import segments_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def test_the_same_doc_id_in_two_corpora_is_not_leakage():
         import tempfile
 
         with tempfile.TemporaryDirectory() as folder:
-            result, _ = aggregate(runner, shards, folder, names=["ds", "ds"])
+            result, _ = aggregate(runner, shards, folder, names=["ds", "ds"], label_set=PAPERS)
     assert result["ds"]["leakage"] == {"documents_in_several_splits": 0, "segments_in_several_splits": 0}
     assert result["ds"]["documents"] == 3
 
@@ -140,7 +140,7 @@ def test_leakage_names_the_documents_per_pair_of_splits():
     rows = [(f"d{i}", "train", ["w", str(i)]) for i in range(8)]
     rows += [(f"d{i}", "test", ["x", str(i)]) for i in range(7)]
     rows += [("d0", "dev", ["y", "0"])]
-    result = audit([_split_table("c", "en", rows)])["c"]
+    result = audit([_split_table("c", "en", rows)], label_set=PAPERS)["c"]
     leakage = result["leakage"]
     assert leakage["documents_in_several_splits"] == 7
     found = leakage["documents_found"]
@@ -161,5 +161,5 @@ def test_sample_corpora_en_and_zh_share_ids_but_are_different_documents():
     import tempfile
 
     with executor("inline") as runner, tempfile.TemporaryDirectory() as folder:
-        result, _ = aggregate(runner, shards, folder, names=["multi", "multi"])
+        result, _ = aggregate(runner, shards, folder, names=["multi", "multi"], label_set=PAPERS)
     assert result["multi"]["leakage"]["documents_in_several_splits"] == 0

@@ -146,6 +146,7 @@ def test_stride_as_long_as_a_chunk_is_refused_naming_the_key():
 
 def test_stride_longer_than_a_chunk_of_long_words_is_refused_not_one_word_steps():
     from pipeline.datasets.sequences import build_sequences, train_tokenizer
+    from pipeline.labels import PAPERS
 
     words = ["abcdefghij" + str(i) for i in range(40)]
     tokenizer = train_tokenizer(iter(["zz", "yy"] * 50), vocab_size=100)
@@ -155,7 +156,7 @@ def test_stride_longer_than_a_chunk_of_long_words_is_refused_not_one_word_steps(
     table = table.set_column(table.schema.get_field_index("labels"), "labels", pa.array([["O"] * 40]))
     table = table.set_column(table.schema.get_field_index("case"), "case", pa.array([["O"] * 40]))
     with pytest.raises(ParamsError, match="stride: 5 words is not fewer than the"):
-        build_sequences(table, tokenizer, max_len=24, stride=5)
+        build_sequences(table, tokenizer, max_len=24, stride=5, label_set=PAPERS)
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,7 @@ def test_checkpoint_reload_predicts_identically(sample, tmp_path):
     save_checkpoint(model, tokenizer, params, tmp_path / "ckpt", {"max_len": 64})
     assert not list((tmp_path / "ckpt").glob("*.pt")) and (tmp_path / "ckpt" / "model.safetensors").is_file()
     model.eval()
-    sequences, _ = build_sequences(table.slice(0, 40), tokenizer, max_len=64)
+    sequences, _ = build_sequences(table.slice(0, 40), tokenizer, max_len=64, label_set=PAPERS)
     before = predict_sequences(model, sequences, tokenizer.pad_token_id, "cpu")
     reloaded, tok2, meta = load_checkpoint(tmp_path / "ckpt")
     assert meta["sequence"] == {"max_len": 64} and meta["head"] == "layer_attention"

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from pipeline.engine import hashsets
 from pipeline.engine.dataset import labels_of, read_rows, row_shards, value_changes
 from pipeline.engine.executor import Executor
-from pipeline.labels import CASE_LABELS, PAPERS, PAPERS_CLASSES, LabelSet
+from pipeline.labels import CASE_LABELS, PAPERS_CLASSES, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
 
 PERCENTILES = (50, 90, 99)
@@ -59,12 +59,12 @@ NOTES = [
 ]
 
 
-def label_codes(labels: pa.Array, label_set: LabelSet = PAPERS) -> np.ndarray:
+def label_codes(labels: pa.Array, label_set: LabelSet) -> np.ndarray:
     """Label strings -> int8 ids (order of the label set's labels)."""
     return pc.index_in(labels, value_set=label_set.values).to_numpy(zero_copy_only=False).astype(np.int8)
 
 
-def sentence_lengths(table: pa.Table, label_set: LabelSet = PAPERS) -> np.ndarray:
+def sentence_lengths(table: pa.Table, label_set: LabelSet) -> np.ndarray:
     """Words per sentence (see module doc); rows must be in document order."""
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
@@ -95,10 +95,10 @@ class Tally:
     case: Counter = field(default_factory=Counter)
     sentences: Counter = field(default_factory=Counter)  # sentence length -> sentences
     segment_lengths: Counter = field(default_factory=Counter)
-    label_set: LabelSet = PAPERS
+    label_set: LabelSet | None = None  # None: an empty sum, which takes the set of what is added
 
     def add(self, other: Tally) -> Tally:
-        if not other.label_set.is_papers:  # the tallies added are of one set (datasets do not mix them)
+        if other.label_set is not None:  # the tallies added are of one set (datasets do not mix them)
             self.label_set = other.label_set
         self.words += other.words
         self.segments += other.segments
@@ -122,7 +122,7 @@ def _value_counts(flat: pa.Array) -> Counter:
     )
 
 
-def tally(table: pa.Table, sentence_table: pa.Table | None = None, label_set: LabelSet = PAPERS) -> Tally:
+def tally(table: pa.Table, label_set: LabelSet, sentence_table: pa.Table | None = None) -> Tally:
     labels = pc.list_flatten(table["labels"].combine_chunks())
     return Tally(
         words=len(labels),
@@ -165,7 +165,8 @@ class AuditShard:
         folder,
         views: list[list[str | None] | None] | None = None,
         derived: frozenset = frozenset(),
-        label_set: LabelSet = PAPERS,
+        *,
+        label_set: LabelSet,
     ):
         self.folder, self.views, self.derived = str(folder), views or [None], derived
         self.label_set = label_set
@@ -219,7 +220,7 @@ class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    def __init__(self, table: pa.Table, corpus=None, label_set: LabelSet = PAPERS):
+    def __init__(self, table: pa.Table, corpus, label_set: LabelSet):
         """``corpus``: the rows' own corpora (``table``'s may be a view's names): with the doc id,
         what identifies a document; ``label_set``: the labels' set."""
         self.label_set = label_set
@@ -412,7 +413,8 @@ def aggregate(
     names=None,
     drift_threshold: float = 1.0,
     expected_splits: tuple[str, ...] = (),
-    label_set: LabelSet = PAPERS,
+    *,
+    label_set: LabelSet,
 ) -> tuple[dict, dict[str, Counter]]:
     """``{dataset: summary}`` over ``shards`` (see the module doc), and each dataset's sentence-length
     histogram; hash groups go through ``folder``."""
@@ -421,67 +423,84 @@ def aggregate(
     return result
 
 
-def aggregate_views(
-    runner: Executor, shards: list, folder, views: list[AuditView], label_set: LabelSet = PAPERS
-) -> list[tuple[dict, dict]]:
+def aggregate_views(runner: Executor, shards: list, folder, views: list[AuditView], label_set: LabelSet) -> list:
     """:func:`aggregate` for several views of the same shards, in one pass over them (one read,
-    one set of codes and hashes per shard) and one hash reduce.
+    one set of codes and hashes per shard) and one hash reduce."""
+    audit = ViewsAudit(folder, views, label_set)
+    for result in runner.each(audit.step, shards, label="audit"):
+        audit.add(result)
+    return audit.finish(runner, shards)
+
+
+class ViewsAudit:
+    """:func:`aggregate_views` in its three parts, for a stage that reads the shards anyway: run
+    ``step`` on each shard's table (an :class:`AuditShard`: give it a :class:`TableShard`), ``add``
+    what it returns, in shard order, then ``finish``: the hash reduce and the summaries.
 
     A view that names every row alike (the sequences report's pooled view) writes no hash groups
     when another view keeps the rows' own corpora: its (split, lang) group is the union of that
     view's (corpus, split, lang) groups, formed in the reduce (half the hashes to write and read,
     the same counts)."""
-    base = next((v for v, view in enumerate(views) if view.names is None), None)
-    derived = frozenset(
-        v
-        for v, view in enumerate(views)
-        if base is not None and view.names and None not in view.names and len(set(view.names)) == 1
-    )
-    tallies: list[dict[tuple, Tally]] = [{} for _ in views]
-    written = 0
-    step = AuditShard(folder, [v.names for v in views], derived, label_set)
-    for parts, n in runner.each(step, shards, label="audit"):
-        written += n
-        for view_tallies, part in zip(tallies, parts):
+
+    def __init__(self, folder, views: list[AuditView], label_set: LabelSet):
+        self.folder, self.views = folder, views
+        self.base = next((v for v, view in enumerate(views) if view.names is None), None)
+        self.derived = frozenset(
+            v
+            for v, view in enumerate(views)
+            if self.base is not None and view.names and None not in view.names and len(set(view.names)) == 1
+        )
+        self.tallies: list[dict[tuple, Tally]] = [{} for _ in views]
+        self.written = 0
+        self.step = AuditShard(folder, [v.names for v in views], self.derived, label_set=label_set)
+
+    def add(self, result: tuple[list[dict], int]) -> None:
+        parts, n = result
+        self.written += n
+        for view_tallies, part in zip(self.tallies, parts):
             for key, t in part.items():
                 view_tallies.setdefault(key, Tally()).add(t)
-    members, families = [], {}
-    for view_tallies in tallies:
-        combos = sorted(k for k in view_tallies if "*" not in k)
-        corpora = sorted({c for c, _, _ in combos})
-        members.append({corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora})
-    for v in range(len(views)):
-        for corpus, pairs in members[v].items():
-            for kind in ("word", "doc", "seg"):
-                if v in derived:
-                    families[(kind, v, corpus)] = [
-                        [(kind, base, c, s, l) for c, held in members[base].items() if (s, l) in held] for s, l in pairs
-                    ]
-                else:
-                    families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
-    # a range's work is its records once per family they are in: the written ones, and again for
-    # each derived view
-    overlaps, _ = hashsets.reduce(
-        runner,
-        folder,
-        [s.index for s in shards],
-        families,
-        written * (1 + len(derived)),
-        label="audit: distinct words and duplicates",
-    )
-    out = []
-    for v, view in enumerate(views):
-        view_overlaps = {(kind, corpus): o for (kind, w, corpus), o in overlaps.items() if w == v}
-        out.append(_summaries(tallies[v], members[v], view_overlaps, view.drift_threshold, view.expected_splits))
-        leaking = {
-            corpus
-            for corpus, summary in out[-1][0].items()
-            if summary.get("leakage", {}).get("documents_in_several_splits")
-        }
-        if leaking:
-            for corpus, found in leaked_documents(shards, view.names, leaking).items():
-                out[-1][0][corpus]["leakage"]["documents_found"] = found
-    return out
+
+    def finish(self, runner: Executor, shards: list) -> list[tuple[dict, dict]]:
+        views, base, derived, tallies = self.views, self.base, self.derived, self.tallies
+        members, families = [], {}
+        for view_tallies in tallies:
+            combos = sorted(k for k in view_tallies if "*" not in k)
+            corpora = sorted({c for c, _, _ in combos})
+            members.append({corpus: [(s, l) for c, s, l in combos if c == corpus] for corpus in corpora})
+        for v in range(len(views)):
+            for corpus, pairs in members[v].items():
+                for kind in ("word", "doc", "seg"):
+                    if v in derived:
+                        families[(kind, v, corpus)] = [
+                            [(kind, base, c, s, l) for c, held in members[base].items() if (s, l) in held]
+                            for s, l in pairs
+                        ]
+                    else:
+                        families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
+        # a range's work is its records once per family they are in: the written ones, and again for
+        # each derived view
+        overlaps, _ = hashsets.reduce(
+            runner,
+            self.folder,
+            [s.index for s in shards],
+            families,
+            self.written * (1 + len(derived)),
+            label="audit: distinct words and duplicates",
+        )
+        out = []
+        for v, view in enumerate(views):
+            view_overlaps = {(kind, corpus): o for (kind, w, corpus), o in overlaps.items() if w == v}
+            out.append(_summaries(tallies[v], members[v], view_overlaps, view.drift_threshold, view.expected_splits))
+            leaking = {
+                corpus
+                for corpus, summary in out[-1][0].items()
+                if summary.get("leakage", {}).get("documents_in_several_splits")
+            }
+            if leaking:
+                for corpus, found in leaked_documents(shards, view.names, leaking).items():
+                    out[-1][0][corpus]["leakage"]["documents_found"] = found
+        return out
 
 
 def _shard_rows(shard, columns: list[str]) -> pa.Table:
@@ -678,7 +697,8 @@ def audit(
     drift_threshold: float = 1.0,
     expected_splits: tuple[str, ...] = (),
     with_histograms: bool = False,
-    label_set: LabelSet = PAPERS,
+    *,
+    label_set: LabelSet,
 ):
     """The audit of tables held in memory (the same aggregation as over shards); with the
     sentence-length histograms if ``with_histograms``; ``label_set``: the tables' labels."""
@@ -695,13 +715,13 @@ def audit(
             label_set=label_set,
         )
     if any(t.num_rows == 0 for t in tables):
-        result["(empty)"] = empty_summary()
+        result["(empty)"] = empty_summary(label_set)
     return (result, histograms) if with_histograms else result
 
 
-def empty_summary() -> dict:
-    """The summary of a dataset with no rows."""
-    return _summary(Tally(), 0, 0, [])
+def empty_summary(label_set: LabelSet) -> dict:
+    """The summary of a dataset with no rows of ``label_set``."""
+    return _summary(Tally(label_set=label_set), 0, 0, [])
 
 
 def audit_datasets(

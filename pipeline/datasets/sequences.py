@@ -20,6 +20,13 @@ into no token (an empty word) becomes the unknown token, so no label is lost.
 Speed: each distinct word is tokenized once (a cache per process, over shards), and
 the packing is array arithmetic over the shard; only documents longer than one
 chunk are walked chunk by chunk.
+
+Scale: the stage's driver does nothing that grows with the corpus.  A trained tokenizer
+learns from word counts made on the workers (each shard's train words, normalized), summed
+exactly per range of word hashes, also on the workers (:func:`count_train_words`); the driver
+keeps the ``train_words`` most frequent (ties: by the word), and the trainer reads about
+``train_occurrences`` occurrences at most (:func:`scaled_counts`).  The report's audit is made
+from the same read of each shard as the packing.
 """
 
 from __future__ import annotations
@@ -39,8 +46,6 @@ from pipeline.labels import CASE_LABELS, PAPERS, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
 
 IGNORE = -100
-#: train-word counts gathered from the shards before they are summed (see :func:`count_train_words`)
-COUNTS_BATCH_ROWS = 250_000
 log = logging.getLogger(__name__)
 
 SEQUENCE_SCHEMA = pa.schema(
@@ -174,22 +179,57 @@ def build_sequences(
     mode: str = "chunk",
     stride: int = 0,
     slot_filling: bool = False,
-    label_set: LabelSet = PAPERS,
+    *,
+    label_set: LabelSet = PAPERS,  # the training package's write_dataset still relies on it
 ) -> tuple[pa.Table, Counter]:
     """``table``'s segments as token sequences whose labels are ids in ``label_set``."""
     if mode not in ("chunk", "segment"):
         raise ParamsError(f"mode must be chunk or segment, not {mode!r}")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    mask = tokenizer.mask_token_id
-    if slot_filling and mask is None:
+    if slot_filling and tokenizer.mask_token_id is None:
         raise InputError("slot filling needs a tokenizer with a mask token")
-    n_specials = (cls is not None) + (sep is not None)
-    budget = max_len - n_specials
     counts: Counter = Counter()
     if table.num_rows == 0:
         return SEQUENCE_SCHEMA.empty_table(), counts
+    rows, group_first_row, row_position = _document_rows(table, mode)
+    words = _token_stream(rows["words"].combine_chunks(), row_position, tokenizer, slot_filling)
+    budget = max_len - (cls is not None) - (sep is not None)
+    chunks = _chunks(words, group_first_row, budget, stride, max_len)
+    label_code, _ = flat_codes(rows["labels"], label_set.labels)
+    case_code = _case_codes(rows["case"], rows["words"]) if "case" in rows.column_names else None
+    packed = _pack(words, chunks, cls, sep, label_code, case_code, slot_filling)
+    first_rows = group_first_row[chunks.group]
+    if mode == "segment":
+        chunk_id = rows["seg_id"].to_numpy(zero_copy_only=False).astype(np.int64)[first_rows] * 1000 + chunks.number
+    else:
+        chunk_id = chunks.number
+    meta = rows.select(["corpus", "lang", "split", "doc_id"]).take(pa.array(first_rows))
+    list_offsets = pa.array(packed.offsets.astype(np.int32))
+    total = int(packed.offsets[-1])
+    out = pa.Table.from_arrays(
+        [
+            meta["corpus"].combine_chunks(),
+            meta["lang"].combine_chunks(),
+            meta["split"].combine_chunks().cast(pa.string()),
+            meta["doc_id"].combine_chunks(),
+            pa.array(chunk_id.astype(np.int32)),
+            *(
+                pa.ListArray.from_arrays(list_offsets, pa.array(values))
+                for values in (packed.ids, np.ones(total, np.int8), packed.labels, packed.case, packed.index)
+            ),
+        ],
+        schema=SEQUENCE_SCHEMA,
+    )
+    counts["chunks"] += len(chunks.group)
+    counts["tokens"] += total
+    counts["words"] += int(words.offsets[-1])
+    return out, counts
 
-    # groups: (doc, split) in order of first appearance (chunk), or each row (segment)
+
+def _document_rows(table: pa.Table, mode: str) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The rows in sequence order (a (doc, split)'s rows together, groups in order of first
+    appearance; in ``segment`` mode each row its own group, in table order), the first row of each
+    group, and each row's first word's position in its (doc, split)."""
     split = pc.fill_null(table["split"], "\x00")
     doc_split = pc.binary_join_element_wise(table["doc_id"], split, "\x1f")
     doc_split = doc_split.combine_chunks() if isinstance(doc_split, pa.ChunkedArray) else doc_split
@@ -197,7 +237,6 @@ def build_sequences(
     n_rows = table.num_rows
     order = np.argsort(doc_group, kind="stable")  # rows of a (doc, split) together, in table order
     row_words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
-    # position of each row's first word in its (doc, split)
     sorted_words = row_words[order]
     sorted_group = doc_group[order]
     cumulative = np.cumsum(sorted_words) - sorted_words
@@ -206,59 +245,72 @@ def build_sequences(
     row_offset = np.empty(n_rows, np.int64)
     row_offset[order] = cumulative - first_of_row
     if mode == "segment":
-        order = np.arange(n_rows)
-        group_of_row = np.arange(n_rows)
+        order, group_of_row = np.arange(n_rows), np.arange(n_rows)
     else:
         group_of_row = sorted_group
     # documents are contiguous almost always: then the rows are already in order
     rows = table if bool((np.diff(order) > 0).all()) else table.take(pa.array(order))
-    group_of_row = group_of_row if mode == "segment" else sorted_group
-    g_first_row = np.r_[0, np.flatnonzero(np.diff(group_of_row)) + 1]  # first row of each group (in ``rows``)
+    return rows, np.r_[0, np.flatnonzero(np.diff(group_of_row)) + 1], row_offset[order]
 
-    # words, their pieces, and the token stream of all words (a word's pieces, then its mask in slot filling)
-    words_column = rows["words"].combine_chunks()
+
+class TokenStream(NamedTuple):
+    """The tokens of all words in row order (a word's pieces, then its mask in slot filling)."""
+
+    tokens: np.ndarray
+    prefix: np.ndarray  # tokens before each word (one more entry: the total)
+    word_len: np.ndarray  # tokens of each word
+    offsets: np.ndarray  # each row's first word (one more entry: the total)
+    position: np.ndarray  # each word's position in its document
+
+
+def _token_stream(words_column, row_position: np.ndarray, tokenizer, slot_filling: bool) -> TokenStream:
     word_offsets = _offsets(words_column)
     word_code, distinct_words = flat_codes(words_column)
     cache = piece_cache(tokenizer)
     unique_start, unique_len = cache.lookup(distinct_words)
     piece_len = unique_len[word_code]
     word_len = piece_len + int(slot_filling)
-    prefix = np.r_[0, np.cumsum(word_len)]  # tokens before each word
+    prefix = np.r_[0, np.cumsum(word_len)]
     n_stream = int(prefix[-1])
     source = np.repeat(unique_start[word_code] - prefix[:-1], word_len) + np.arange(n_stream)  # in ``cache.flat``
     if slot_filling:
         is_piece = source - np.repeat(unique_start[word_code], word_len) < np.repeat(piece_len, word_len)
-        stream = np.where(is_piece, cache.flat[np.where(is_piece, source, 0)], mask)
+        tokens = np.where(is_piece, cache.flat[np.where(is_piece, source, 0)], tokenizer.mask_token_id)
     else:
-        stream = cache.flat[source]
-    last_token = prefix[1:] - 1  # a word's label sits on its last token (the mask in slot filling)
-    label_code, _ = flat_codes(rows["labels"], label_set.labels)
-    case_code = _case_codes(rows["case"], words_column) if "case" in rows.column_names else None
+        tokens = cache.flat[source]
     # a word's position in its document: its row's offset in the document, then its place in the row
-    row_position = row_offset[order]
-    word_position = np.repeat(row_position - word_offsets[:-1], np.diff(word_offsets)) + np.arange(len(word_len))
-    del source
+    position = np.repeat(row_position - word_offsets[:-1], np.diff(word_offsets)) + np.arange(len(word_len))
+    return TokenStream(tokens, prefix, word_len, word_offsets, position)
 
-    # chunks: (group, first word, end word, number within the group)
-    g_word_start = word_offsets[g_first_row]
-    g_word_end = np.r_[g_word_start[1:], word_offsets[-1]]
+
+class Chunks(NamedTuple):
+    """The chunks, groups in order and chunks in order within a group: their group, first word,
+    end word and number within the group."""
+
+    group: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    number: np.ndarray
+
+
+def _chunks(words: TokenStream, group_first_row: np.ndarray, budget: int, stride: int, max_len: int) -> Chunks:
+    """A group whose tokens fit the budget is one chunk (array arithmetic); a longer one is cut
+    word by word where the budget runs out, the next chunk starting ``stride`` words back."""
+    prefix, word_len = words.prefix, words.word_len
+    g_word_start = words.offsets[group_first_row]
+    g_word_end = np.r_[g_word_start[1:], words.offsets[-1]]
     g_tokens = prefix[g_word_end] - prefix[g_word_start]
     nonempty = g_word_end > g_word_start
     single = nonempty & (g_tokens <= budget)
-    chunk_group = [np.flatnonzero(single)]
-    chunk_start, chunk_end = [g_word_start[single]], [g_word_end[single]]
-    chunk_no = [np.zeros(int(single.sum()), np.int64)]
-    long_groups, lg_start, lg_end, lg_no = [], [], [], []
+    found = [np.flatnonzero(single), g_word_start[single], g_word_end[single], np.zeros(int(single.sum()), np.int64)]
+    long: list[tuple[int, int, int, int]] = []
     for g in np.flatnonzero(nonempty & ~single).tolist():
         start, end_word, k = int(g_word_start[g]), int(g_word_end[g]), 0
         while start < end_word:
             end = min(int(np.searchsorted(prefix, prefix[start] + budget, side="right")) - 1, end_word)
             if end <= start:
                 raise InputError(f"a word of {int(word_len[start])} tokens does not fit max_len")
-            long_groups.append(g)
-            lg_start.append(start)
-            lg_end.append(end)
-            lg_no.append(k)
+            long.append((g, start, end, k))
             k += 1
             if end >= end_word:
                 break
@@ -269,33 +321,41 @@ def build_sequences(
                     f"{max_len} tokens (long words): lower the sequences stride"
                 )
             start = max(end - stride, start + 1)
-    chunk_group.append(np.array(long_groups, np.int64))
-    chunk_start.append(np.array(lg_start, np.int64))
-    chunk_end.append(np.array(lg_end, np.int64))
-    chunk_no.append(np.array(lg_no, np.int64))
-    c_group = np.concatenate(chunk_group)
-    c_start, c_end, c_no = np.concatenate(chunk_start), np.concatenate(chunk_end), np.concatenate(chunk_no)
-    ordering = np.lexsort((c_no, c_group))  # groups in order, chunks in order
-    c_group, c_start, c_end, c_no = c_group[ordering], c_start[ordering], c_end[ordering], c_no[ordering]
+    columns = np.array(long, np.int64).reshape(-1, 4).T
+    group, start, end, number = (np.concatenate([a, b]) for a, b in zip(found, columns))
+    ordering = np.lexsort((number, group))  # groups in order, chunks in order
+    return Chunks(group[ordering], start[ordering], end[ordering], number[ordering])
 
-    # the tokens of each chunk: [cls] + its words' tokens + [sep]; the body tokens are gathered from
-    # the stream (with stride 0 they are the whole stream in order) and the specials set around them
-    body = prefix[c_end] - prefix[c_start]
+
+class Packed(NamedTuple):
+    offsets: np.ndarray  # each chunk's first token (one more entry: the total)
+    ids: np.ndarray
+    labels: np.ndarray
+    case: np.ndarray
+    index: np.ndarray
+
+
+def _pack(words: TokenStream, chunks: Chunks, cls, sep, label_code, case_code, slot_filling: bool) -> Packed:
+    """The tokens of each chunk: [cls] + its words' tokens + [sep]; the body tokens are gathered
+    from the stream (with stride 0 they are the whole stream in order) and the specials set around
+    them; each word's label and case on its last token (the mask in slot filling)."""
+    prefix, word_len = words.prefix, words.word_len
+    n_stream = int(prefix[-1])
+    has_cls = cls is not None
+    body = prefix[chunks.end] - prefix[chunks.start]
     n_body = int(body.sum())
     body_offsets = np.r_[0, np.cumsum(body)]
-    out_len = body + n_specials
-    out_offsets = np.r_[0, np.cumsum(out_len)]
+    out_offsets = np.r_[0, np.cumsum(body + has_cls + (sep is not None))]
     total = int(out_offsets[-1])
-    has_cls = cls is not None
     along = np.arange(n_body)
     into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
-    if n_body == n_stream and bool((prefix[c_start] == body_offsets[:-1]).all()):
+    if n_body == n_stream and bool((prefix[chunks.start] == body_offsets[:-1]).all()):
         token = slice(None)  # the chunks cover the stream in order (stride 0): every token once, in place
     else:
-        token = np.repeat(prefix[c_start] - body_offsets[:-1], body) + along  # position in the token stream
+        token = np.repeat(prefix[chunks.start] - body_offsets[:-1], body) + along  # position in the token stream
     del along
     ids = np.zeros(total, np.int32)
-    ids[into] = stream[token]
+    ids[into] = words.tokens[token]
     if has_cls:
         ids[out_offsets[:-1]] = cls
     if sep is not None:
@@ -303,50 +363,21 @@ def build_sequences(
     labels = np.full(total, IGNORE, np.int16)
     case_labels = np.full(total, IGNORE, np.int8)
     index = np.full(total, -1, np.int32)
+    last_token = prefix[1:] - 1
     on_last = np.full(n_stream, IGNORE, np.int16)
     on_last[last_token] = label_code
     labels[into] = on_last[token]
-    if case_code is not None:
-        on_last[last_token] = case_code
-    else:
-        on_last[last_token] = 0
+    on_last[last_token] = case_code if case_code is not None else 0
     case_labels[into] = on_last[token]
-    word_of_token = np.repeat(word_position, word_len)
+    word_of_token = np.repeat(words.position, word_len)
     if slot_filling:
         word_of_token[last_token] = -1  # the mask token belongs to no word
     index[into] = word_of_token[token]
-    del token, into, on_last, word_of_token, stream
-
-    first_rows = g_first_row[c_group]
-    if mode == "segment":
-        chunk_id = rows["seg_id"].to_numpy(zero_copy_only=False).astype(np.int64)[first_rows] * 1000 + c_no
-    else:
-        chunk_id = c_no
-    list_offsets = pa.array(out_offsets.astype(np.int32))
-    meta = rows.select(["corpus", "lang", "split", "doc_id"]).take(pa.array(first_rows))
-    out = pa.Table.from_arrays(
-        [
-            meta["corpus"].combine_chunks(),
-            meta["lang"].combine_chunks(),
-            meta["split"].combine_chunks().cast(pa.string()),
-            meta["doc_id"].combine_chunks(),
-            pa.array(chunk_id.astype(np.int32)),
-            pa.ListArray.from_arrays(list_offsets, pa.array(ids)),
-            pa.ListArray.from_arrays(list_offsets, pa.array(np.ones(total, np.int8))),
-            pa.ListArray.from_arrays(list_offsets, pa.array(labels)),
-            pa.ListArray.from_arrays(list_offsets, pa.array(case_labels)),
-            pa.ListArray.from_arrays(list_offsets, pa.array(index)),
-        ],
-        schema=SEQUENCE_SCHEMA,
-    )
-    counts["chunks"] += len(c_group)
-    counts["tokens"] += total
-    counts["words"] += int(word_offsets[-1])
-    return out, counts
+    return Packed(out_offsets, ids, labels, case_labels, index)
 
 
 def words_from_sequences(
-    sequences: pa.Table, tokenizer, label_set: LabelSet = PAPERS
+    sequences: pa.Table, tokenizer, label_set: LabelSet
 ) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """(doc, split) -> [(word position, label)] recovered from the sequences (first chunk wins)."""
     out: dict[tuple[str, str], dict[int, str]] = {}
@@ -407,23 +438,6 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False, norm
 # ------------------------------------------------------------------------------ the stage, streamed
 
 
-class TrainWordCounts:
-    """Picklable step: a segment shard -> its train split's distinct words and how often each
-    occurs (counted over dictionary codes in the workers, so that the driver, which trains the
-    tokenizer, merges counts of distinct words instead of reading every word)."""
-
-    def __call__(self, shard):
-        from pipeline.engine.dataset import read_rows
-        from pipeline.engine.step import StepResult
-
-        table = read_rows(shard, ["words", "split"], dictionary=True)
-        train = pc.fill_null(pc.equal(table["split"], "train"), False)
-        codes, values = flat_dictionary(table.filter(train)["words"])
-        counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
-        present = np.flatnonzero(counts)
-        return StepResult(None, payload=(values.take(pa.array(present)), counts[present]))
-
-
 def repeated_words(counts: dict[str, int], per_line: int = 4096, lines_per_batch: int = 16):
     """Batches of lines for the tokenizer trainer, each word repeated as often as it occurs (in
     lines of at most ``per_line`` words): the trainer counts exactly these occurrences, and its
@@ -457,29 +471,132 @@ def normalized_counts(counts: dict[str, int], lowercase: bool) -> dict[str, int]
     return out
 
 
-def count_train_words(runner, shards) -> dict[str, int]:
-    """The train split's word counts, counted per shard on ``runner`` and summed by Arrow's hash
-    aggregation: the shards' counts are gathered until they have at least as many rows as the
-    running total, then summed with it, so each count is merged a few times in all, not once per
-    shard by a Python loop (which held the driver: 0.74 s against 0.12 s at 10 M words)."""
+class TrainWordCounts:
+    """Picklable map step: a segment shard -> its train split's distinct words, normalized as the
+    trained tokenizer normalizes them (:func:`normalized_counts`), with how often each occurs,
+    written to ``folder`` as one Arrow file sorted by the words' hashes (so that a hash range of
+    every shard is one slice: :class:`SumWordRange`); returns the number of distinct words."""
+
+    def __init__(self, folder, lowercase: bool):
+        self.folder, self.lowercase = str(folder), lowercase
+
+    def __call__(self, shard):
+        from pipeline.engine import hashsets, location, writing
+        from pipeline.engine.dataset import read_rows
+        from pipeline.engine.step import StepResult
+
+        table = read_rows(shard, ["words", "split"], dictionary=True)
+        train = pc.fill_null(pc.equal(table["split"], "train"), False)
+        codes, values = flat_dictionary(table.filter(train)["words"])
+        counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
+        present = np.flatnonzero(counts)
+        words = pa.array(_normalized(values.take(pa.array(present)).to_pylist(), self.lowercase), pa.string())
+        summed = pa.table({"word": words, "n": pa.array(counts[present], pa.int64())})
+        summed = summed.group_by("word").aggregate([("n", "sum")])  # words that normalize alike
+        hashes = hashsets.string_array_hashes(summed["word"].combine_chunks())
+        order = np.argsort(hashes, kind="stable")
+        out = pa.table(
+            {"hash": pa.array(hashes[order]), "word": summed["word"].take(order), "n": summed["n_sum"].take(order)}
+        )
+        location.make_folder(self.folder)
+        writing.write_arrow_in_place(out, location.join(self.folder, f"{shard.index:05d}.arrow"))
+        return StepResult(None, payload=out.num_rows)
+
+
+#: per process and ``lowercase``: words already normalized (most of a shard's words were in an
+#: earlier shard; the normalizer's call per word was two thirds of the counting step)
+_NORMALIZED: dict[bool, dict[str, str]] = {}
+NORMALIZED_LIMIT = 2_000_000
+
+
+def _normalized(words: list[str], lowercase: bool) -> list[str]:
+    """``words`` normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`)."""
+    cache = _NORMALIZED.setdefault(lowercase, {})
+    if len(cache) > NORMALIZED_LIMIT:
+        cache.clear()
+    normalize, get, out = tokenizer_normalizer(lowercase).normalize_str, cache.get, []
+    for word in words:
+        found = get(word)
+        if found is None:
+            found = cache[word] = normalize(word)
+        out.append(found)
+    return out
+
+
+class SumWordRange:
+    """Picklable reduce step: a range [lo, hi) of word hashes -> the ``limit`` most frequent words
+    in it (by :func:`top_words`), their counts summed over every shard's file exactly (a word's
+    hash puts all its counts in one range), and the number of distinct words in the range."""
+
+    def __init__(self, folder, shards: list[int], limit: int):
+        self.folder, self.shards, self.limit = str(folder), shards, limit
+
+    def __call__(self, bounds: tuple[int, int]) -> tuple[pa.Table, int]:
+        from pipeline.engine import location, reading
+
+        lo, hi = bounds
+        pieces = []
+        for index in self.shards:
+            table = reading.open_arrow_file(location.join(self.folder, f"{index:05d}.arrow")).read_all()
+            hashes = table["hash"].to_numpy()
+            a = int(np.searchsorted(hashes, np.uint64(lo), "left"))
+            b = int(np.searchsorted(hashes, np.uint64(hi - 1), "right")) if hi < 2**64 else len(hashes)
+            if b > a:
+                pieces.append(table.slice(a, b - a).select(["word", "n"]))
+        if not pieces:
+            return WORD_COUNTS.empty_table(), 0
+        summed = pa.concat_tables(pieces).group_by("word").aggregate([("n", "sum")])
+        return top_words(pa.table({"word": summed["word"], "n": summed["n_sum"]}), self.limit), summed.num_rows
+
+
+WORD_COUNTS = pa.schema([pa.field("word", pa.string()), pa.field("n", pa.int64())])
+#: distinct words summed by one reduce task (about 100 bytes each while it runs)
+WORDS_PER_RANGE = 500_000
+
+
+def top_words(counts: pa.Table, limit: int) -> pa.Table:
+    """The ``limit`` most frequent of ``counts`` (distinct words), ties broken by the word (code point
+    order, which is UTF-8 byte order): one total order, so the words kept do not depend on how
+    the counts were partitioned."""
+    if counts.num_rows == 0:
+        return WORD_COUNTS.empty_table()
+    order = pc.sort_indices(counts, [("n", "descending"), ("word", "ascending")])
+    return counts.take(order[:limit]).cast(WORD_COUNTS)
+
+
+def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tuple[dict[str, int], int]:
+    """The train split's ``limit`` most frequent normalized words and their exact counts (see
+    :func:`top_words`), and how many distinct words there are in all.
+
+    Map: each shard writes its distinct words with their counts, sorted by hash.  Reduce: the hash
+    space is cut into ranges of about :data:`WORDS_PER_RANGE` distinct words (at least one per
+    worker); each range's counts are summed over the shards and its top ``limit`` returned.  The
+    driver keeps a running top ``limit`` of what the ranges return: it holds at most twice
+    ``limit`` words, whatever the corpus."""
     from pipeline.engine.dataset import each_step
 
-    total = pa.table({"word": pa.array([], pa.string()), "n": pa.array([], pa.int64())})
-    pending: list[pa.Table] = []
-    pending_rows = 0
-    for result in each_step(runner, TrainWordCounts(), shards, label="sequences: tokenizer words"):
-        words, counts = result.payload
-        pending.append(pa.table({"word": words.cast(pa.string()), "n": pa.array(counts, pa.int64())}))
-        pending_rows += len(counts)
-        if pending_rows >= max(COUNTS_BATCH_ROWS, total.num_rows):
-            total, pending, pending_rows = _summed_counts([total, *pending]), [], 0
-    total = _summed_counts([total, *pending])
-    return dict(zip(total["word"].to_pylist(), total["n"].to_pylist()))
+    step = TrainWordCounts(folder, lowercase)
+    written = [r.payload for r in each_step(runner, step, shards, label="sequences: tokenizer words")]
+    upper = sum(written)  # distinct words summed over shards: at least the corpus's
+    n_ranges = max(1, runner.workers, -(-upper // WORDS_PER_RANGE))
+    bounds = [(i * 2**64 // n_ranges, (i + 1) * 2**64 // n_ranges) for i in range(n_ranges)]
+    best, distinct = WORD_COUNTS.empty_table(), 0
+    task = SumWordRange(folder, [s.index for s in shards], limit)
+    for top, n in runner.each(task, bounds, label="sequences: tokenizer words summed"):
+        distinct += n
+        best = top_words(pa.concat_tables([best, top]), limit)
+    return dict(zip(best["word"].to_pylist(), best["n"].to_pylist())), distinct
 
 
-def _summed_counts(tables: list[pa.Table]) -> pa.Table:
-    summed = pa.concat_tables(tables).group_by("word").aggregate([("n", "sum")])
-    return pa.table({"word": summed["word"], "n": summed["n_sum"]})
+def scaled_counts(counts: dict[str, int], occurrences: int) -> dict[str, int]:
+    """``counts`` whose total is at most about ``occurrences``: each count scaled down in proportion
+    (``n * occurrences // total``, at least 1) when they add up to more, unchanged otherwise.  The
+    trainer reads every occurrence, so this bounds its time whatever the corpus; the words keep
+    their relative frequencies, which are what BPE merges by."""
+    total = sum(counts.values())
+    if total <= occurrences:
+        return counts
+    return {word: max(1, n * occurrences // total) for word, n in counts.items()}
 
 
 class PackingTokenizer(NamedTuple):
@@ -515,7 +632,8 @@ def packing_files(tokenizer, saved, folder) -> tuple[str, dict] | None:
 class SequencesStep:
     """Picklable: a segment shard -> its sequences, with the tokenizer saved in ``tokenizer_dir``
     (loaded once per worker process), or its fast backend saved as ``backend`` (a JSON file, as
-    :func:`packing_files` writes it) with its special ids."""
+    :func:`packing_files` writes it) with its special ids; ``audit`` (an
+    :class:`~pipeline.audit.stats.AuditShard`): the shard's audit from the same read, as payload."""
 
     _loaded: dict = {}
 
@@ -526,11 +644,12 @@ class SequencesStep:
         mode: str,
         stride: int,
         slot_filling: bool,
+        label_set: LabelSet,
         backend=None,
-        label_set: LabelSet = PAPERS,
+        audit=None,
     ):
         self.tokenizer_dir = str(tokenizer_dir)
-        self.backend = backend
+        self.backend, self.audit = backend, audit
         self.options = dict(max_len=max_len, mode=mode, stride=stride, slot_filling=slot_filling, label_set=label_set)
 
     def _tokenizer(self):
@@ -547,6 +666,7 @@ class SequencesStep:
             return AutoTokenizer.from_pretrained(str(local))
 
     def __call__(self, shard):
+        from pipeline.audit.stats import AuditShard, TableShard
         from pipeline.engine.dataset import read_shard
         from pipeline.engine.step import Counts, StepResult
 
@@ -554,17 +674,43 @@ class SequencesStep:
         tokenizer = self._loaded.get(key)
         if tokenizer is None:
             tokenizer = self._loaded[key] = self._tokenizer()
-        table, counts = build_sequences(read_shard(shard, dictionary=True), tokenizer, **self.options)
-        return StepResult(table, Counts(stats=counts))
+        segments = read_shard(shard, dictionary=True)
+        table, counts = build_sequences(segments, tokenizer, **self.options)
+        audited = None
+        if self.audit is not None:
+            audited = self.audit(TableShard(segments.select(AuditShard.COLUMNS), shard.index, shard.source))
+        return StepResult(table, Counts(stats=counts), payload=audited)
+
+
+def train_on_counts(runner, shards, params, folder, name: str):
+    """The BPE tokenizer of ``params`` trained on the train split's word counts (see
+    :func:`count_train_words` and :func:`scaled_counts`): the driver's part is bounded by
+    ``train_words`` and ``train_occurrences``, whatever the corpus."""
+    from pipeline.engine.executor import record_timing
+
+    counts, distinct = count_train_words(runner, shards, folder, params.lowercase, params.train_words)
+    occurrences = sum(counts.values())
+    counts = scaled_counts(counts, params.train_occurrences)
+    started = time.perf_counter()
+    tokenizer = train_tokenizer(repeated_words(counts), params.vocab_size, params.lowercase, normalized=True)
+    seconds = time.perf_counter() - started
+    log.info(
+        "sequences %s: tokenizer trained on %d of %d distinct words (%d occurrences, %d read) in %.1f s",
+        name, len(counts), distinct, occurrences, sum(counts.values()), seconds,
+    )  # fmt: skip
+    record_timing(f"sequences {name}: tokenizer training", seconds, sum(counts.values()))
+    return tokenizer
 
 
 def sequences_dataset(source, params, out, tokenizer_out, report, name: str, earlier_reports=(), engine=None) -> dict:
     """``source`` (segments) -> ``out`` (sequences, a folder of parts), ``tokenizer_out`` and ``report``
-    (the earlier stages' reports, the sequence counts, and the split distribution)."""
-    from pipeline.audit.stats import AuditView, audit_dataset_views
+    (the earlier stages' reports, the sequence counts, and the split distribution: audited from
+    the shards that the packing reads, in the same pass)."""
+    from pipeline.audit.stats import AuditView, ViewsAudit
     from pipeline.datasets.pretrained import load_tokenizer, save_tokenizer
     from pipeline.engine import location, reading, writing
     from pipeline.engine.dataset import (
+        WriteParts,
         counts_of,
         finish,
         labels_of,
@@ -572,9 +718,9 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         one_value,
         protocol_entry,
         row_shards,
-        run_step,
     )
-    from pipeline.engine.executor import executor, record_timing
+    from pipeline.engine.executor import executor
+    from pipeline.labels import file_metadata
     from pipeline.params import EngineParams
 
     engine = engine or EngineParams()
@@ -588,31 +734,25 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             shards = row_shards(source, engine.shard_rows, runner)
             if params.tokenizer == "train":
-                counts = normalized_counts(count_train_words(runner, shards), params.lowercase)
-                started = time.perf_counter()
-                words = repeated_words(counts)
-                tokenizer = train_tokenizer(words, params.vocab_size, params.lowercase, normalized=True)
-                seconds = time.perf_counter() - started
-                log.info(
-                    "sequences %s: tokenizer trained on %d words (%d distinct) in %.1f s",
-                    name, sum(counts.values()), len(counts), seconds,
-                )  # fmt: skip
-                record_timing(f"sequences {name}: tokenizer training", seconds, sum(counts.values()))
-                del counts
+                tokenizer = train_on_counts(runner, shards, params, location.join(scratch, "words"), name)
             else:
                 tokenizer = load_tokenizer(params.tokenizer)
             save_tokenizer(tokenizer, tokenizer_folder)
             writing.write_manifest(tokenizer_folder, {"kind": "tokenizer"})
             backend = packing_files(tokenizer, tokenizer_folder, scratch)
-            step = SequencesStep(
-                tokenizer_folder, params.max_len, params.mode, params.stride, params.slot_filling, backend, label_set
-            )
-            results = run_step(runner, step, shards, folder, f"sequences {name}", label_set)
-            # the dataset pooled and, for several corpora (reported only then), per corpus: one pass
+            # the dataset pooled and, for several corpora (reported only then), per corpus
             views = [AuditView([name], expected_splits=("train", "dev", "test"))]
             if not one_value(source, "corpus"):
                 views.append(AuditView())
-            audits = audit_dataset_views(runner, [source], location.join(scratch, "audit"), engine.shard_rows, views)
+            audit = ViewsAudit(location.join(scratch, "audit"), views, label_set)
+            options = (params.max_len, params.mode, params.stride, params.slot_filling, label_set, backend, audit.step)
+            write = WriteParts(SequencesStep(tokenizer_folder, *options), folder, file_metadata(label_set))
+            results = []
+            for result in runner.each(write, shards, label=f"sequences {name}"):
+                audit.add(result.payload)
+                result.payload = None
+                results.append(result)
+            audits = audit.finish(runner, shards)
             distribution = audits[0][0]
             per_corpus = audits[1][0] if len(audits) > 1 else {}
         counts = counts_of(results)

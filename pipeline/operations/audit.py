@@ -21,6 +21,7 @@ def audit(
     from pipeline.audit.reports import with_reports, write_outputs
     from pipeline.audit.stats import audit_datasets, empty_summary
     from pipeline.engine import location, reading, writing
+    from pipeline.engine.dataset import labels_of
     from pipeline.engine.executor import executor
 
     # the paper protocols the datasets were made under (their ingest's manifest says), for the
@@ -39,8 +40,9 @@ def audit(
             engine.shard_rows,
             drift_threshold=drift_threshold,
         )
+    label_set = labels_of(inputs)
     for name in names:  # a corpus with no rows is reported, not left out
-        result.setdefault(name, empty_summary())
+        result.setdefault(name, empty_summary(label_set))
     if reports is not None:
         result = with_reports(result, *reports)
     # the readers the manifests name (datasets made under a protocol), where the caller gave none

@@ -1,0 +1,100 @@
+"""The trained tokenizer's input: the ``train_words`` most frequent distinct train words (ties by the
+word), their counts exact whatever the sharding, the workers and the reduce ranges, scaled down to
+about ``train_occurrences`` occurrences."""
+
+import pytest
+from support.datasets import digests, write_dataset
+
+from pipeline import params as P
+from pipeline.datasets import sequences
+from pipeline.datasets.sequences import (
+    count_train_words,
+    repeated_words,
+    scaled_counts,
+    sequences_dataset,
+    train_tokenizer,
+)
+from pipeline.engine.dataset import row_shards
+from pipeline.engine.executor import executor
+from pipeline.params import EngineParams, SequencesParams
+from pipeline.schema import segments_table
+
+#: train occurrences per word: "Café" is written composed 3 times and decomposed 3 times (one word
+#: once normalized: 6); beta, delta and gamma tie at 5
+TRAIN = {"alpha": 9, "Café": 3, "Cafe\u0301": 3, "gamma": 5, "beta": 5, "delta": 5, "eps": 2, "zeta": 1}
+#: the 4 most frequent: alpha, Café, then of the three at 5 the first two by the word
+TOP_4 = {"alpha": 9, "Café": 6, "beta": 5, "delta": 5}
+
+
+def corpus_table():
+    """40 one-segment documents, the train words spread round robin over them (so every shard
+    holds a part of most counts); dev and test documents repeat a word train does not have, more
+    often than any train word."""
+    occurrences = [w for w, n in sorted(TRAIN.items()) for _ in range(n)]
+    docs = [[] for _ in range(30)]  # fewer than the 33 occurrences: none empty
+    for i, word in enumerate(occurrences):
+        docs[i % len(docs)].append(word)
+    words = [*docs, *[["heldout"] * 4 for _ in range(10)]]
+    splits = ["train"] * 30 + ["dev"] * 5 + ["test"] * 5
+    return segments_table(
+        "c", "en", [f"d{i}" for i in range(40)], [0] * 40, words, [["O"] * len(w) for w in words], split=splits
+    )
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    table = corpus_table()
+    counted = {}
+    for row, split in zip(table["words"].to_pylist(), table["split"].to_pylist()):
+        for w in row if split == "train" else ():
+            counted[w] = counted.get(w, 0) + 1
+    assert counted == TRAIN  # the table holds exactly the counts above
+    return write_dataset(table, tmp_path / "segments.parquet", parts=3)
+
+
+@pytest.mark.parametrize("engine,workers", [("inline", 1), ("local", 2)])
+def test_the_cap_and_tie_rule_whatever_the_shards_and_ranges(dataset, tmp_path, monkeypatch, engine, workers):
+    for n, (shard_rows, per_range) in enumerate([(1000, 500_000), (7, 500_000), (3, 2), (1, 1)]):
+        monkeypatch.setattr(sequences, "WORDS_PER_RANGE", per_range)  # many ranges: each sums its words
+        with executor(engine, workers) as runner:
+            shards = row_shards(dataset, shard_rows, runner)
+            top, distinct = count_train_words(runner, shards, tmp_path / f"w{n}", False, 4)
+            everything, _ = count_train_words(runner, shards, tmp_path / f"all{n}", False, 100)
+        assert top == TOP_4 and list(top) == list(TOP_4)  # most frequent first, ties by the word
+        assert distinct == 7 == len(everything)  # the two spellings of Café are one word
+        assert everything["Café"] == 6 and "heldout" not in everything and everything["zeta"] == 1
+
+
+@pytest.mark.slow  # a dask cluster
+def test_the_stage_trains_on_the_capped_words_the_same_on_every_engine(dataset, tmp_path):
+    params = SequencesParams(tokenizer="train", vocab_size=100, max_len=32, train_words=4)
+    for name, engine, workers, rows in (("one", "local", 1, 1000), ("two", "local", 2, 3), ("dask", "dask", 2, 7)):
+        sequences_dataset(
+            dataset,
+            params,
+            tmp_path / f"seq-{name}",
+            tmp_path / f"tok-{name}",
+            tmp_path / f"{name}.json",
+            "c",
+            engine=EngineParams(engine=engine, workers=workers, shard_rows=rows),
+        )
+    assert digests(tmp_path / "tok-one") == digests(tmp_path / "tok-two") == digests(tmp_path / "tok-dask")
+    expected = train_tokenizer(repeated_words(TOP_4), 100, normalized=True).backend_tokenizer.to_str()
+    from transformers import PreTrainedTokenizerFast
+
+    saved = PreTrainedTokenizerFast.from_pretrained(str(tmp_path / "tok-one"))
+    assert saved.backend_tokenizer.to_str() == expected
+    assert "gamma" not in saved.get_vocab() and "delta" in saved.get_vocab()
+
+
+def test_counts_scaled_to_the_occurrence_budget():
+    counts = {"a": 1000, "b": 10, "c": 1}
+    assert scaled_counts(counts, 1011) == counts  # within the budget: unchanged
+    assert scaled_counts(counts, 101) == {"a": 99, "b": 1, "c": 1}  # n * 101 // 1011, at least 1
+    assert scaled_counts(counts, 101) == scaled_counts(dict(reversed(counts.items())), 101)
+
+
+def test_the_caps_must_be_positive():
+    for key in ("train_words", "train_occurrences"):
+        with pytest.raises(P.ParamsError, match=key):
+            P.validate(P.SequencesParams, {key: 0}, "params.yaml")
