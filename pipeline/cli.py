@@ -182,7 +182,7 @@ def _align_side(args, side: str):
     """One side of ``align`` from its flags: the reader (none: a segment dataset), ``--doc-boundary``
     where that reader takes it, and ``--SIDE-option KEY=VALUE`` (the value in YAML)."""
     from pipeline import params as P
-    from pipeline.align.inputs import SEGMENTS, Side
+    from pipeline.operations.align import SEGMENTS, Side
 
     reader, flag = getattr(args, f"{side}_reader"), f"--{side}"
     options = _key_values(getattr(args, f"{side}_option"), f"{flag}-option")

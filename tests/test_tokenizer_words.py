@@ -16,6 +16,7 @@ from pipeline.datasets.sequences import (
 )
 from pipeline.engine.dataset import row_shards
 from pipeline.engine.executor import executor
+from pipeline.labels import LABELS
 from pipeline.params import EngineParams, SequencesParams
 from pipeline.schema import segments_table
 
@@ -37,7 +38,14 @@ def corpus_table():
     words = [*docs, *[["heldout"] * 4 for _ in range(10)]]
     splits = ["train"] * 30 + ["dev"] * 5 + ["test"] * 5
     return segments_table(
-        "c", "en", [f"d{i}" for i in range(40)], [0] * 40, words, [["O"] * len(w) for w in words], split=splits
+        "c",
+        "en",
+        [f"d{i}" for i in range(40)],
+        [0] * 40,
+        words,
+        [["O"] * len(w) for w in words],
+        split=splits,
+        vocabulary=LABELS,
     )
 
 
