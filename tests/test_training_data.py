@@ -252,7 +252,7 @@ def test_sequence_case_labels_sit_with_the_punctuation_labels(sample):
     cases = [None if doc == first else c for doc, c in zip(small["doc_id"].to_pylist(), cases)]
     assert len(set(small["doc_id"].to_pylist())) == 2
     cased = small.set_column(small.schema.get_field_index("case"), "case", pa.array(cases, pa.list_(pa.string())))
-    sequences, _ = sequences_with_case(cased, tokenizer, max_len=64)
+    sequences, _ = sequences_with_case(cased, tokenizer, max_len=64, label_set=PAPERS)
     unknown = small["doc_id"][0].as_py()
     for labels, case, doc in zip(
         sequences["labels"].to_pylist(), sequences["case_labels"].to_pylist(), sequences["doc_id"].to_pylist()

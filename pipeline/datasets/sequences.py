@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import InputError, ParamsError
-from pipeline.labels import CASE_LABELS, PAPERS, LabelSet
+from pipeline.labels import CASE_LABELS, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
 
 IGNORE = -100
@@ -180,7 +180,7 @@ def build_sequences(
     stride: int = 0,
     slot_filling: bool = False,
     *,
-    label_set: LabelSet = PAPERS,  # the training package's write_dataset still relies on it
+    label_set: LabelSet,
 ) -> tuple[pa.Table, Counter]:
     """``table``'s segments as token sequences whose labels are ids in ``label_set``."""
     if mode not in ("chunk", "segment"):

@@ -133,9 +133,11 @@ def write_dataset(
     parts: int = 1,
     row_group_size: int = 256,
     tokenizer_name: str = "train",
+    label_set: LabelSet = PAPERS,
 ):
-    """A dataset folder as the dataset stages write it: ``sequences.parquet/`` (its manifest records
-    ``options`` and ``tokenizer_name``, the params value the tokenizer came from) and
+    """A dataset folder as the dataset stages write it, its labels ids of ``label_set``:
+    ``sequences.parquet/`` (its manifest records ``options`` and ``tokenizer_name``, the params value
+    the tokenizer came from) and
     ``oversampled.parquet/`` (``parts`` part files each, split by document), ``tokenizer/``.  For tests
     and benchmarks: small row groups by default, so that tests exercise windows over several row
     groups and files."""
@@ -152,7 +154,7 @@ def write_dataset(
         (folder / name).mkdir(parents=True, exist_ok=True)
     for part in range(parts):
         piece = segments.filter(pc.equal(shard, part))
-        sequences, _ = sequences_with_case(piece, tokenizer, **options.as_dict())
+        sequences, _ = sequences_with_case(piece, tokenizer, **options.as_dict(), label_set=label_set)
         pq.write_table(
             sequences, folder / "sequences.parquet" / f"part-{part:05d}.parquet", row_group_size=row_group_size
         )
