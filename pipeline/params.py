@@ -310,7 +310,7 @@ class SequencesParams(Section):
     vocab_size: int = _field(2000, "vocabulary of a trained tokenizer", ge=100, le=MAX_VOCAB_SIZE)
     lowercase: bool = _field(False, "a trained tokenizer lowercases")
     train_words: int = _field(
-        1_000_000,
+        200_000,
         "a trained tokenizer learns from at most this many distinct train words, the most frequent (ties: by the word)",
         ge=1,
     )
