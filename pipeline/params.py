@@ -588,6 +588,12 @@ def validate(model, data, where: str | None, prefix: tuple = ()):
         raise ParamsError(f"{file}{_wording(errors[0], model, prefix)}{more}") from None
 
 
+def corpus_entry(reader: str, lang: str, options: dict, input: str = "-"):
+    """The corpus entry of ``reader`` in ``lang`` with the reader ``options`` (and other entry keys),
+    checked by the reader's schema as a params file's entry is: ParamsError naming the key."""
+    return validate(corpus_model(reader), {"reader": reader, "lang": lang, "input": input, **options}, None)
+
+
 def reader_problem(reader) -> str | None:
     """Why ``reader`` names no reader (with a did-you-mean), or None: for a params entry and ``--reader``."""
     from pipeline.ingest import readers

@@ -65,6 +65,11 @@ SEQUENCE_SCHEMA = pa.schema(
 )
 
 
+#: words a worker's caches of tokenized (:class:`PieceCache`) and normalized words each hold before
+#: they are cleared: at two million words each, the two held 0.5 GB a worker at 100 M words
+WORD_CACHE_LIMIT = 200_000
+
+
 class PieceCache:
     """Subword ids of distinct words, tokenized once per process (bounded: cleared when full).
 
@@ -72,7 +77,7 @@ class PieceCache:
     ``length``): a shard looks its distinct words up in one pass over a dict, with no array per
     word to gather and concatenate."""
 
-    def __init__(self, tokenizer, limit: int = 200_000):
+    def __init__(self, tokenizer, limit: int = WORD_CACHE_LIMIT):
         self.tokenizer, self.limit = tokenizer, limit
         self.backend = None
         backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -504,17 +509,15 @@ class TrainWordCounts:
 
 
 #: per process and ``lowercase``: words already normalized (most of a shard's words were in an
-#: earlier shard; the normalizer's call per word was two thirds of the counting step).  Bounded
-#: like :class:`PieceCache`, which the same worker fills next: at two million words each, the two
-#: held 0.5 GB a worker at 100 M words, a third of that at 10 M
+#: earlier shard; the normalizer's call per word was two thirds of the counting step), bounded by
+#: :data:`WORD_CACHE_LIMIT`
 _NORMALIZED: dict[bool, dict[str, str]] = {}
-NORMALIZED_LIMIT = 200_000
 
 
 def _normalized(words: list[str], lowercase: bool) -> list[str]:
     """``words`` normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`)."""
     cache = _NORMALIZED.setdefault(lowercase, {})
-    if len(cache) > NORMALIZED_LIMIT:
+    if len(cache) > WORD_CACHE_LIMIT:
         cache.clear()
     normalize, get, out = tokenizer_normalizer(lowercase).normalize_str, cache.get, []
     for word in words:

@@ -58,9 +58,8 @@ def side_dataset(side: Side, lang: str, scratch: Path, engine=None) -> str:
         return str(side.path)
     if problem := P.reader_problem(side.reader):
         raise ParamsError(f"{side.flag}-reader: {problem}")
-    entry = {"reader": side.reader, "lang": lang, "input": str(side.path), **side.options}
     try:
-        checked = P.validate(P.corpus_model(side.reader), entry, None)
+        checked = P.corpus_entry(side.reader, lang, side.options, str(side.path))
     except ParamsError as exc:
         key, _, problem = str(exc).partition(": ")
         if problem.startswith("unknown key"):

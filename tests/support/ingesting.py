@@ -10,8 +10,7 @@ from pipeline.operations.ingest import ingest
 def corpus_entry(reader: str, lang: str, options: dict | None = None, **keys):
     """The corpus entry for ``reader`` in ``lang`` with its ``options`` and other entry ``keys``
     (``spoken``, ``glob``, ``label_set``...), checked as the params file's are."""
-    entry = {"reader": reader, "lang": lang, "input": "-", **(options or {}), **keys}
-    return P.validate(P.corpus_model(reader), entry, None)
+    return P.corpus_entry(reader, lang, {**(options or {}), **keys})
 
 
 def ingest_files(
