@@ -13,30 +13,32 @@ transformer optimizer (attention, embedding and skip layer norms, bias + GELU: O
 operators, so the file runs in ONNX Runtime only): the exporter's graph of torch's SDPA attention
 matches none of its attention fusions.
 
-With ``int8`` each matrix product of the encoder holds int8 weights, by what feeds it:
+With ``int8`` each matrix product of the encoder holds int8 weights, its input quantized at run
+time, by what feeds it.  A pretrained encoder's activations are uneven in two ways that one scale
+per batch (ONNX Runtime's dynamic quantization) rounds badly: a few channels of a layer norm's
+output are tens of times larger than the rest, and in the first layers the ``[CLS]`` token's GELU
+output is tens of times any other token's.  So:
 
-- a product fed by a layer norm (the attention's projections, the feed-forward's first product)
-  quantizes its input at run time with one scale for the whole batch (ONNX Runtime's dynamic
-  quantization: ``QAttention``, ``DynamicQuantizeMatMul``, int8 products with VNNI).  A layer
-  norm's output has a few channels tens of times larger than the rest, which one scale would round
-  coarsely, so these products are first *smoothed* (SmoothQuant, Xiao et al. 2023): the input's
+- a product fed by a layer norm is first *smoothed* (SmoothQuant, Xiao et al. 2023): the input's
   channel ``j`` is divided by ``s_j = a_j ** alpha / w_j ** (1 - alpha)`` and the weight's row
   ``j`` multiplied by it, ``a_j`` the channel's largest magnitude and ``w_j`` the row's.  The
   product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``a_j`` is
   measured without data: the fp32 graph is run on sequences of words drawn (seeded) from the
-  tokenizer's vocabulary, since a model's large channels are the same whatever the text;
-- a product fed by the attention keeps the same dynamic quantization, unsmoothed.  The weights of
-  all these dynamic products take 7 bits (``reduce_range``): AVX2 without VNNI multiplies u8 inputs
-  by s8 weights with ``VPMADDUBSW``, which adds pairs of products in 16 bits and saturates with
-  8-bit weights (255 * 127 * 2 > 32767); with 7 bits the sums are exact there as with VNNI, so the
+  tokenizer's vocabulary, since a model's large channels are the same whatever the text.  The
+  attention's projections (one fused operator) then take ONNX Runtime's dynamic quantization
+  (``QAttention``); the feed-forward's first product takes one scale per token, symmetric;
+- a product fed by the attention takes the dynamic quantization, unsmoothed.  These dynamic
+  products' weights take 7 bits (``reduce_range``): AVX2 without VNNI multiplies u8 inputs by s8
+  weights with ``VPMADDUBSW``, which adds pairs of products in 16 bits and saturates with 8-bit
+  weights (255 * 127 * 2 > 32767); with 7 bits the sums are exact there as with VNNI, so the
   labels do not depend on the instruction set;
-- any other (the feed-forward's second product, fed by the GELU, whose output one scale does
-  not hold well) holds its weights in blocks of up to ``block_size`` along the input axis, one
-  scale per block (``MatMulNBits`` with 8 bits); its input is quantized per block at run time
-  (``accuracy_level`` 4), slower than the dynamic products but closer.
+- any other (the feed-forward's second product, fed by the GELU) takes one scale and zero point
+  per token.
 
-The classifier heads stay fp32.  ``benchmarks/bench_inference.py`` compares this with blocks
-everywhere and with dynamic quantization everywhere.
+The per-token products (:func:`_per_token`) quantize their input to 7 bits and their weights to 8,
+which fits the same 16-bit sums; they are ONNX operators around ONNX Runtime's
+``MatMulIntegerToFloat``.  The classifier heads stay fp32.  ``benchmarks/bench_inference.py``
+compares this with other schemes and with dynamic quantization everywhere.
 """
 
 from __future__ import annotations
@@ -164,8 +166,17 @@ INT8 = {
     "accuracy_level": 4,
     "per_channel": True,
     "reduce_range": True,
-    "elsewhere": "blockwise",
+    "elsewhere": "per_token",
+    "layer_norm": "per_token",
 }
+#: the operators whose output is a GELU's, and a bound below it: ``min x * Phi(x)`` is -0.16997 (at
+#: x = -0.75), and the tanh form's is as near
+GELUS = frozenset({"Gelu", "BiasGelu", "FastGelu"})
+GELU_MIN = -0.1701
+#: the zero point of a GELU's output in 7 bits: the codes below it reach GELU_MIN, which puts a floor
+#: of -GELU_MIN / GELU_ZERO under a token's scale (a token's largest output under about 2.5 rounds a
+#: little coarser than over its own range; one zero point for all tokens spares a product its own)
+GELU_ZERO = 8
 #: the operators whose output is a layer norm's (an input the dynamic products smooth)
 LAYER_NORMS = frozenset(
     {
@@ -185,10 +196,9 @@ def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max
     compares them): ``alpha`` 0 smooths nothing; ``method`` ``blockwise`` quantizes every product
     in blocks; ``dynamic`` is ONNX Runtime's dynamic quantization of every product (``op_types``,
     ``per_channel``, ``reduce_range``).  ``elsewhere`` says how the GELU's products are quantized:
-    ``blockwise`` (the default), ``dynamic``, ``fp32``, or ``first_apart``: dynamic, with the
-    sequence's first position (the ``[CLS]`` token, whose GELU output is tens of times the other
-    tokens' in a pretrained encoder's first layers, so that one scale rounds every other token
-    coarsely) multiplied apart in fp32."""
+    ``per_token`` (the default), ``blockwise``, ``dynamic`` or ``fp32``; ``layer_norm`` how the
+    products fed by a layer norm other than the attention's are, once smoothed: ``per_token`` (the
+    default) or ``dynamic``."""
     import onnx
 
     heads = sorted(_heads(onnx.load(str(source), load_external_data=False).graph))
@@ -218,10 +228,11 @@ def quantize_int8(source: Path, target: Path, tokenizer: Path | None = None, max
     return settings
 
 
-def _products(graph, excluded, elsewhere: str = "blockwise") -> dict[str, str]:
+def _products(graph, excluded, elsewhere: str = "per_token", layer_norm: str = "per_token") -> dict[str, str]:
     """Each matrix product of a constant weight outside ``excluded`` (node name), with how it is
-    quantized: ``smoothed`` (fed by a layer norm), ``dynamic`` (fed by the attention) or
-    ``elsewhere`` (anything else)."""
+    quantized: ``smoothed`` (an attention's projections, fed by a layer norm: smoothed, then
+    dynamic), ``smoothed_per_token`` (another product fed by a layer norm, with ``layer_norm``
+    ``per_token``), ``dynamic`` (fed by the attention) or ``elsewhere`` (anything else: the GELU's)."""
     weights = {t.name for t in graph.initializer}
     producer = {out: node.op_type for node in graph.node for out in node.output}
     plan = {}
@@ -229,8 +240,12 @@ def _products(graph, excluded, elsewhere: str = "blockwise") -> dict[str, str]:
         if node.op_type not in ("MatMul", "Attention") or node.input[1] not in weights or node.name in excluded:
             continue
         feeder = producer.get(node.input[0], "")
-        plan[node.name] = "smoothed" if feeder in LAYER_NORMS else "dynamic" if feeder == "Attention" else elsewhere
-        if node.op_type == "Attention" and plan[node.name] == "blockwise":
+        if feeder in LAYER_NORMS:
+            per_token = layer_norm == "per_token" and node.op_type == "MatMul"
+            plan[node.name] = "smoothed_per_token" if per_token else "smoothed"
+        else:
+            plan[node.name] = "dynamic" if feeder == "Attention" else elsewhere
+        if node.op_type == "Attention" and plan[node.name] not in ("smoothed", "fp32"):
             plan[node.name] = "dynamic"  # an Attention's projections are quantized whole, or not at all
     return plan
 
@@ -307,52 +322,147 @@ def _smooth(model, nodes: list[str], ranges: dict, alpha: float) -> None:
     graph.node.extend(rebuilt)
 
 
-def _first_apart(model, nodes: list[str]) -> list[str]:
-    """The products ``nodes`` of ``model`` rewritten in place to take the sequence's first position
-    apart: ``x[:, :1] @ W`` in fp32, ``x[:, 1:] @ W`` left to quantize, the two concatenated.  The
-    names of the fp32 products."""
+def _per_token(model, nodes: dict[str, str]) -> None:
+    """The products ``nodes`` of ``model`` (``x @ W``, ``W`` a constant ``(K, N)``) rewritten in place
+    as int8 products whose input takes one scale per token (row), computed at run time, as each
+    value says: ``symmetric``, ``gelu`` (a GELU's output) or ``range``.  The input takes 7 bits and
+    the weight 8 (per output column): AVX2 without VNNI sums pairs of u8 * s8 products in 16 bits,
+    where 127 * 127 * 2 still fits, so the products are exact on any x86 CPU.  Symmetric:
+    ``q = round(x / s) + 64`` with ``s = max |x| / 63``.  GELU: ``q = round(x / s) + GELU_ZERO``
+    with ``s = max(max x / (127 - GELU_ZERO), -GELU_MIN / GELU_ZERO)``.  Both hand their one zero
+    point to ``MatMulIntegerToFloat``, and ``y = s * (q @ Wq) * w``.  Range: over the row's
+    ``[min(x, 0), max(x, 0)]``, ``q = round(x / s) + z`` with a zero point per row, taken off after
+    the product: ``y = s * ((q @ Wq) * w - z * sum_k Wq * w)``."""
+    if not nodes:
+        return
     import numpy as np
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     graph = model.graph
-    bounds = {"first_apart_0": 0, "first_apart_1": 1, "first_apart_end": np.iinfo(np.int64).max}
-    graph.initializer.extend(numpy_helper.from_array(np.array([v], np.int64), k) for k, v in bounds.items())
-    chosen, rebuilt, fp32 = set(nodes), [], []
+    weights = {t.name: t for t in graph.initializer}
+    consts = {
+        "per_token_zero": np.array(0.0, np.float32),
+        "per_token_one": np.array(1.0, np.float32),
+        "per_token_tiny": np.array(1e-12, np.float32),
+        "per_token_steps": np.array(127.0, np.float32),
+        "per_token_half_steps": np.array(63.0, np.float32),
+        "per_token_middle": np.array(64, np.uint8),
+        "per_token_gelu_zero": np.array(GELU_ZERO, np.uint8),
+        "per_token_gelu_steps": np.array(127 - GELU_ZERO, np.float32),
+        "per_token_gelu_step": np.array(-GELU_MIN / GELU_ZERO, np.float32),
+        "per_token_last": np.array([-1], np.int64),
+        "per_token_begin": np.array([0], np.int64),
+    }
+    graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
+    rebuilt = []
     for node in graph.node:
-        if node.name not in chosen:
+        if node.name not in nodes:
             rebuilt.append(node)
             continue
-        x, w, y = node.input[0], node.input[1], node.output[0]
-        first, rest = f"{node.name}_first", f"{node.name}_rest"
-        rebuilt += [
-            helper.make_node(
-                "Slice", [x, "first_apart_0", "first_apart_1", "first_apart_1"], [f"{first}_in"], name=f"{first}_slice"
-            ),
-            helper.make_node(
-                "Slice", [x, "first_apart_1", "first_apart_end", "first_apart_1"], [f"{rest}_in"], name=f"{rest}_slice"
-            ),
-            helper.make_node("MatMul", [f"{first}_in", w], [f"{first}_out"], name=first),
-            helper.make_node("MatMul", [f"{rest}_in", w], [f"{rest}_out"], name=node.name),
-            helper.make_node("Concat", [f"{first}_out", f"{rest}_out"], [y], name=f"{node.name}_concat", axis=1),
-        ]
-        fp32.append(first)
+        p = node.name
+        w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float32)
+        w_scale = np.abs(w).max(axis=0) / 127
+        w_scale[w_scale == 0] = 1.0
+        wq = np.clip(np.rint(w / w_scale), -127, 127).astype(np.int8)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(wq, f"{p}_wq"),
+                numpy_helper.from_array(w_scale.astype(np.float32), f"{p}_wscale"),
+                numpy_helper.from_array((wq.astype(np.int64).sum(axis=0) * w_scale).astype(np.float32), f"{p}_wsum"),
+                numpy_helper.from_array(np.array([-1, w.shape[0]], np.int64), f"{p}_rows"),
+                numpy_helper.from_array(np.array([w.shape[1]], np.int64), f"{p}_cols"),
+            ]
+        )
+        rebuilt += _per_token_nodes(p, node.input[0], node.output[0], nodes[p])
     del graph.node[:]
     graph.node.extend(rebuilt)
-    return fp32
+    used = {name for node in graph.node for name in node.input}
+    kept = [t for t in graph.initializer if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+
+
+def _per_token_nodes(p: str, x: str, y: str, mode: str) -> list:
+    """The nodes of :func:`_per_token`'s product ``p`` from ``x`` to ``y``, its input quantized as
+    ``mode`` says."""
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    def mk(op, inputs, name, **attrs):
+        return h.make_node(op, inputs, [f"{p}_{name}"], name=f"{p}_{name}", **attrs)
+
+    nodes = [mk("Reshape", [x, f"{p}_rows"], "x2")]
+    if mode == "range":
+        nodes += [
+            mk("ReduceMax", [f"{p}_x2"], "hi0", axes=[1], keepdims=1),
+            mk("Max", [f"{p}_hi0", "per_token_zero"], "hi"),
+            mk("ReduceMin", [f"{p}_x2"], "lo0", axes=[1], keepdims=1),
+            mk("Min", [f"{p}_lo0", "per_token_zero"], "lo"),
+            mk("Sub", [f"{p}_hi", f"{p}_lo"], "span"),
+            mk("Div", [f"{p}_span", "per_token_steps"], "s0"),
+            mk("Max", [f"{p}_s0", "per_token_tiny"], "s"),
+            mk("Div", [f"{p}_lo", f"{p}_s"], "nz"),
+            mk("Neg", [f"{p}_nz"], "z0"),
+            mk("Round", [f"{p}_z0"], "z"),
+            mk("Reshape", [f"{p}_s", "per_token_last"], "s1"),
+            mk("Reshape", [f"{p}_z", "per_token_last"], "z1f"),
+            mk("Cast", [f"{p}_z1f"], "z1", to=TensorProto.UINT8),
+        ]
+    else:
+        # one zero point for every row (MatMulIntegerToFloat subtracts it in its own kernel): the
+        # middle for a symmetric input; for a GELU's, a few steps below zero, enough to reach
+        # GELU_MIN on every row (a floor on the row's scale)
+        if mode == "symmetric":
+            nodes += [
+                mk("ReduceMax", [f"{p}_x2"], "hi", axes=[1], keepdims=1),
+                mk("ReduceMin", [f"{p}_x2"], "lo", axes=[1], keepdims=1),
+                mk("Neg", [f"{p}_lo"], "nlo"),
+                mk("Max", [f"{p}_hi", f"{p}_nlo"], "big"),
+                mk("Div", [f"{p}_big", "per_token_half_steps"], "s0"),
+                mk("Max", [f"{p}_s0", "per_token_tiny"], "s"),
+            ]
+            zero = "per_token_middle"
+        else:
+            nodes += [
+                mk("ReduceMax", [f"{p}_x2"], "hi", axes=[1], keepdims=1),
+                mk("Div", [f"{p}_hi", "per_token_gelu_steps"], "s0"),
+                mk("Max", [f"{p}_s0", "per_token_gelu_step"], "s"),
+            ]
+            zero = "per_token_gelu_zero"
+        nodes += [
+            mk("Reshape", [f"{p}_s", "per_token_last"], "s1"),
+            mk("Shape", [f"{p}_s1"], "rows_n"),
+            mk("Expand", [zero, f"{p}_rows_n"], "z1"),
+        ]
+    nodes.append(mk("QuantizeLinear", [f"{p}_x2", f"{p}_s1", f"{p}_z1"], "q", axis=0))
+    product = [f"{p}_q", f"{p}_wq", "per_token_one", f"{p}_wscale"]
+    if mode == "range":
+        nodes += [
+            mk("MatMulIntegerToFloat", product, "int8", domain="com.microsoft"),
+            mk("Mul", [f"{p}_z", f"{p}_wsum"], "shift"),
+            mk("Sub", [f"{p}_int8", f"{p}_shift"], "centred"),
+            mk("Mul", [f"{p}_centred", f"{p}_s"], "y2"),
+        ]
+    else:
+        nodes += [
+            mk("MatMulIntegerToFloat", [*product, zero], "int8", domain="com.microsoft"),
+            mk("Mul", [f"{p}_int8", f"{p}_s"], "y2"),
+        ]
+    nodes += [
+        mk("Shape", [x], "shape"),
+        mk("Slice", [f"{p}_shape", "per_token_begin", "per_token_last"], "lead"),
+        mk("Concat", [f"{p}_lead", f"{p}_cols"], "yshape", axis=0),
+        h.make_node("Reshape", [f"{p}_y2", f"{p}_yshape"], [y], name=f"{p}_y"),
+    ]
+    return nodes
 
 
 def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path | None, max_len: int) -> None:
     import onnx
 
     model = onnx.load(str(source))
-    plan = _products(model.graph, set(settings["excluded_nodes"]), settings["elsewhere"])
-    apart = sorted(n for n, how in plan.items() if how == "first_apart")
-    if apart:
-        for name in _first_apart(model, apart):
-            plan[name] = "fp32"
-        plan.update(dict.fromkeys(apart, "dynamic"))
-    smoothed = sorted(n for n, how in plan.items() if how == "smoothed")
-    dynamic = sorted(n for n, how in plan.items() if how in ("smoothed", "dynamic"))
+    plan = _products(model.graph, set(settings["excluded_nodes"]), settings["elsewhere"], settings["layer_norm"])
+    smoothed = sorted(n for n, how in plan.items() if how.startswith("smoothed"))
     if settings["alpha"] and smoothed:
         if tokenizer is None:
             raise ValueError("smoothing needs the tokenizer of its calibration sequences")
@@ -363,6 +473,13 @@ def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path 
         _smooth(model, smoothed, ranges, settings["alpha"])
     else:
         smoothed = []
+    producer = {out: node.op_type for node in model.graph.node for out in node.output}
+    feeder = {node.name: producer.get(node.input[0], "") for node in model.graph.node if node.input}
+    modes = {n: "symmetric" for n, how in plan.items() if how == "smoothed_per_token"}
+    modes.update({n: "gelu" if feeder[n] in GELUS else "range" for n, how in plan.items() if how == "per_token"})
+    settings["per_token_nodes"] = sorted(modes)
+    _per_token(model, modes)
+    dynamic = sorted(n for n, how in plan.items() if how in ("smoothed", "dynamic"))
     settings.update(smoothed_nodes=smoothed, dynamic_nodes=dynamic)
     settings["blockwise_nodes"] = sorted(n for n, how in plan.items() if how == "blockwise")
     dynamic_out = target.with_name(target.name + ".dynamic.onnx")
