@@ -718,11 +718,9 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         WriteParts,
         counts_of,
         finish,
-        labels_of,
         manifest_entry,
-        one_value,
         protocol_entry,
-        row_shards,
+        scan_datasets,
     )
     from pipeline.engine.executor import executor
     from pipeline.labels import file_metadata
@@ -735,9 +733,9 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
         tokenizer_folder = outputs.dataset(tokenizer_out, kind="tokenizer")
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
-        label_set = labels_of(source)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            shards = row_shards(source, engine.shard_rows, runner)
+            scan = scan_datasets(source, engine.shard_rows, runner, one_values=("corpus",))
+            shards, label_set = scan.shards, scan.labels
             if params.tokenizer == "train":
                 tokenizer = train_on_counts(runner, shards, params, location.join(scratch, "words"), name)
             else:
@@ -747,7 +745,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             backend = packing_files(tokenizer, tokenizer_folder, scratch)
             # the dataset pooled and, for several corpora (reported only then), per corpus
             views = [AuditView([name], expected_splits=("train", "dev", "test"))]
-            if not one_value(source, "corpus"):
+            if not scan.one_value["corpus"]:
                 views.append(AuditView())
             audit = ViewsAudit(location.join(scratch, "audit"), views, label_set)
             options = (params.max_len, params.mode, params.stride, params.slot_filling, label_set, backend, audit.step)
