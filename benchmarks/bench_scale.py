@@ -25,11 +25,13 @@ multiple of the copy floor (``FLOOR_TARGETS``); each stage's peak RSS at the lar
 The projection's model (:func:`extrapolate`): a stage's passes over shards (the executor's timed
 passes) are work divided among the workers, linear in words; the tokenizer's training runs on the
 driver and reads at most ``sequences.train_occurrences`` word occurrences, so its seconds are
-scaled by the occurrences it would read, which stop growing at that cap; the rest of a stage
-(start-up, the driver's scans, folds and reports) is serial and grows on the line through the two
-largest sizes.  ``--dask-check WORDS`` checks the model: the recipe at WORDS on a Dask
-``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds the model predicts from the
-1-worker run (its serial part, plus its passes halved) beside the measured ones.
+scaled by the occurrences it would read, which stop growing at that cap; the scans that plan the
+shards (an ingest's line shards, a dataset's footers and document ids) are passes of the
+workers too; the rest of a stage (start-up, the driver's checks, folds and reports) is serial
+and grows on the line through the two largest sizes.  ``--dask-check WORDS`` checks the model:
+the recipe at WORDS on a Dask ``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds
+the model predicts from the 1-worker run (its serial part, plus its passes halved) beside the
+measured ones.
 
     python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
     python benchmarks/bench_scale.py --words 1e7,1e8 --dask-check 1e7 --json scale.json
@@ -419,7 +421,7 @@ def trainer_seconds(stage: dict) -> float:
 
 
 def serial_seconds(stage: dict) -> float:
-    """A stage's seconds outside its passes over shards: start-up, the driver's scans, folds and
+    """A stage's seconds outside its passes over shards: start-up, the driver's checks, folds and
     reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
     not share."""
     parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(TRAINER_PASS))
@@ -437,7 +439,7 @@ MODEL = (
     "model: a stage's passes over shards are work divided among the workers, linear in words from {top}"
     " (measured on {workers} worker(s)); the tokenizer's training runs on the driver, its seconds"
     " proportional to the occurrences it reads, at most {cap:,} (the train_occurrences default) whatever"
-    " the corpus; the rest of a stage (start-up, the driver's scans, folds and reports) is serial and"
+    " the corpus; the rest of a stage (start-up, the driver's checks, folds and reports) is serial and"
     " grows on the line through {line}"
 )
 

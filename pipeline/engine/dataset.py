@@ -42,7 +42,8 @@ class RowShard:
 
 
 def row_shards(paths, rows_per_shard: int, runner: Executor | None = None, label: str = "shards") -> list[RowShard]:
-    """The shards of :func:`scan_datasets`."""
+    """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where a
+    document ends, from one scan of the parts on ``runner``'s workers (:func:`scan_datasets`)."""
     return scan_datasets(paths, rows_per_shard, runner, label).shards
 
 
