@@ -504,3 +504,27 @@ def test_map_ordered_inside_map_ordered_keeps_each_ones_items():
     from pipeline.engine.executor import map_ordered
 
     assert map_ordered(inner_map, list(range(12)), workers=2, chunks_per_worker=3) == [i + 3 for i in range(12)]
+
+
+def test_a_driver_records_its_peak_memory_and_its_largest_workers(tmp_path, root):
+    """A process that ran an executor records, when it ends, its own peak RSS and its largest
+    worker's: a worker that held 300 MB is the larger."""
+    import json
+    import subprocess
+    import sys
+
+    timings = tmp_path / "timings.jsonl"
+    code = (
+        "from pipeline.engine.executor import executor\n"
+        "def grow(n):\n"
+        "    block = bytearray(n << 20)\n"
+        "    block[::4096] = b'x' * len(block[::4096])\n"
+        "    return len(block)\n"
+        "with executor('local', 2) as runner:\n"
+        "    runner.map(grow, [300, 1], label='grow')\n"
+    )
+    env = {**os.environ, "PUNCT_TIMINGS": str(timings), "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    records = [json.loads(line) for line in timings.read_text().splitlines()]
+    (memory,) = [r for r in records if r["label"] == "peak memory"]
+    assert memory["worker_rss_mb"] > max(300, memory["driver_rss_mb"] + 100) and memory["driver_rss_mb"] > 10, memory

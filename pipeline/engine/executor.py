@@ -20,6 +20,7 @@ to it as one JSON line): benchmarks read these records, not the log's wording.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -89,7 +90,13 @@ def _watch_memory() -> None:
     if pid in _MEMORY_WATCHED or not os.environ.get("PUNCT_TIMINGS"):
         return
     _MEMORY_WATCHED.add(pid)
-    atexit.register(lambda: os.getpid() == pid and record_memory())
+
+    def record() -> None:
+        if os.getpid() == pid:
+            with contextlib.suppress(ParamsError):  # an unwritable file failed the run's own passes already
+                record_memory()
+
+    atexit.register(record)
 
 
 def cores() -> int:
