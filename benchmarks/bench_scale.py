@@ -11,8 +11,9 @@ every N sentences instead (``doc_boundary: blank_line``).
 Each stage runs as the DVC pipeline runs it (``python -m stages.X``, a process of its own, on a
 params file written here) and is measured for wall seconds and peak RSS of its largest single
 process (the stage's driver or one of its forked workers: ``wait4``'s ``ru_maxrss`` covers the
-process and its waited-for descendants).  Words/s is the corpus's words (as ingested) over the
-stage's seconds.  The same run's baseline is the Parquet I/O floor: split's output read
+process and its waited-for descendants), and apart the peak RSS of the stage's driver and of its
+largest worker, as the driver records them when it ends.  Words/s is the corpus's words (as
+ingested) over the stage's seconds.  The same run's baseline is the Parquet I/O floor: split's output read
 (``floor read``) and read and written again (``floor copy``) by the same engine and workers, with
 nothing else done ("x floor": a stage's seconds over the copy's).
 
@@ -24,11 +25,13 @@ multiple of the copy floor (``FLOOR_TARGETS``); each stage's peak RSS at the lar
 The projection's model (:func:`extrapolate`): a stage's passes over shards (the executor's timed
 passes) are work divided among the workers, linear in words; the tokenizer's training runs on the
 driver and reads at most ``sequences.train_occurrences`` word occurrences, so its seconds are
-scaled by the occurrences it would read, which stop growing at that cap; the rest of a stage
-(start-up, the driver's scans, folds and reports) is serial and grows on the line through the two
-largest sizes.  ``--dask-check WORDS`` checks the model: the recipe at WORDS on a Dask
-``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds the model predicts from the
-1-worker run (its serial part, plus its passes halved) beside the measured ones.
+scaled by the occurrences it would read, which stop growing at that cap; the scans that plan the
+shards (an ingest's line shards, a dataset's footers and document ids) are passes of the
+workers too; the rest of a stage (start-up, the driver's checks, folds and reports) is serial
+and grows on the line through the two largest sizes.  ``--dask-check WORDS`` checks the model:
+the recipe at WORDS on a Dask ``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds
+the model predicts from the 1-worker run (its serial part, plus its passes halved) beside the
+measured ones.
 
     python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
     python benchmarks/bench_scale.py --words 1e7,1e8 --dask-check 1e7 --json scale.json
@@ -268,17 +271,21 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
                     json.loads((folder / f"data/stats/scale_{lang}.json").read_text())["words"] for lang in files
                 )
             rate = corpus_words / seconds
+            driver_rss, worker_rss = process_rss(timings_text)
             stages[stage] = {
                 "seconds": seconds,
                 "words_per_s": rate,
                 "words_per_s_per_worker": rate / args.workers,
                 "peak_rss_mb": peak,
+                "driver_rss_mb": driver_rss,
+                "worker_rss_mb": worker_rss,
                 "passes": stage_passes,
                 "trainer_occurrences": trainer_occurrences(timings_text),
             }
             print(
                 f"[{words:,} words] {stage:10s} {seconds:8.1f} s {rate / 1e6:7.2f} M words/s"
-                f" {rate / args.workers / 1e6:7.2f} per worker, peak RSS {peak:6.0f} MB",
+                f" {rate / args.workers / 1e6:7.2f} per worker, peak RSS {peak:6.0f} MB"
+                f" (driver {driver_rss:.0f}, largest worker {worker_rss:.0f})",
                 flush=True,
             )
         # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
@@ -307,6 +314,7 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
 # the executor's timed passes (pipeline.engine.executor.record_timing), one JSON line each, written
 # by every process of a stage to the file $PUNCT_TIMINGS names
 TIMINGS_FILE = "timings.jsonl"
+MEMORY_LABEL = "peak memory"  # pipeline.engine.executor.MEMORY_LABEL: a process's peak RSS, not a pass
 TRAINER_PASS = ": tokenizer training"  # the label suffix of the BPE trainer's time, which runs in the driver
 PACKING_PASS = re.compile(rf"^sequences {DATASET}$")  # the pass that tokenizes and packs
 
@@ -319,9 +327,20 @@ def passes(timings_text: str) -> dict[str, float]:
         if not line.strip():
             continue
         record = json.loads(line)
+        if record["label"] == MEMORY_LABEL:  # a process's peak memory, not a pass
+            continue
         label = "ingest: every corpus" if record["label"].startswith("ingest ") else record["label"]
         out[label] = out.get(label, 0.0) + float(record["seconds"])
     return out
+
+
+def process_rss(timings_text: str) -> tuple[float, float]:
+    """The peak RSS (MB) of the stage's drivers and of its largest worker, as each driver recorded
+    them when it ended (:func:`pipeline.engine.executor.record_memory`); 0 where none recorded."""
+    records = [json.loads(line) for line in timings_text.splitlines() if line.strip()]
+    memory = [r for r in records if r["label"] == MEMORY_LABEL]
+    driver = max((r["driver_rss_mb"] for r in memory), default=0.0)
+    return driver, max((r["worker_rss_mb"] for r in memory), default=0.0)
 
 
 def trainer_occurrences(timings_text: str) -> int:
@@ -402,7 +421,7 @@ def trainer_seconds(stage: dict) -> float:
 
 
 def serial_seconds(stage: dict) -> float:
-    """A stage's seconds outside its passes over shards: start-up, the driver's scans, folds and
+    """A stage's seconds outside its passes over shards: start-up, the driver's checks, folds and
     reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
     not share."""
     parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(TRAINER_PASS))
@@ -420,7 +439,7 @@ MODEL = (
     "model: a stage's passes over shards are work divided among the workers, linear in words from {top}"
     " (measured on {workers} worker(s)); the tokenizer's training runs on the driver, its seconds"
     " proportional to the occurrences it reads, at most {cap:,} (the train_occurrences default) whatever"
-    " the corpus; the rest of a stage (start-up, the driver's scans, folds and reports) is serial and"
+    " the corpus; the rest of a stage (start-up, the driver's checks, folds and reports) is serial and"
     " grows on the line through {line}"
 )
 

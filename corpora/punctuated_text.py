@@ -39,8 +39,8 @@ class Options(ReaderOptions):
     quoting: Literal["none", "csv"] = Field("none", description="csv: lines may be CSV fields (FLORES Tamil)")
 
 
-def shards(files, options, lines_per_shard: int) -> list[LineShard]:
-    return line_shards(files, lines_per_shard, options.doc_boundary)
+def shards(files, options, lines_per_shard: int, runner=None) -> list[LineShard]:
+    return line_shards(files, lines_per_shard, options.doc_boundary, runner)
 
 
 def unquote_csv(text: str, path, first_line: int = 1) -> str:

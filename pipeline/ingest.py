@@ -7,7 +7,8 @@ module defines:
 * ``Options``: a pydantic model of its options (unknown keys refused; the defaults live there);
 * ``read(shard, language, corpus, options) -> StepResult``: one shard to segments and counts;
 * optionally ``shards(files, options, lines_per_shard)``: how its files are cut (default: a
-  shard per file; line-oriented readers cut byte ranges of lines).
+  shard per file; line-oriented readers cut byte ranges of lines); with a ``runner`` keyword it
+  gets the ingest's executor, to scan the files on its workers.
 
 The sharded ingest of a corpus entry is :func:`pipeline.operations.ingest.ingest` (the CLI and the
 DVC stage call it); the in-memory :func:`ingest_table` runs the same step over the same shards, so
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import os
 from dataclasses import dataclass
@@ -209,8 +211,10 @@ def plan(
     user_dict: str | None,
     label_set: str,
     protocol: str,
+    runner=None,
 ) -> tuple[list, list[Path], Counts]:
-    """The shards of an ingest, the input files, and the counts of directory entries not read."""
+    """The shards of an ingest, the input files, and the counts of directory entries not read;
+    ``runner``: the executor a reader's ``shards`` may scan the files on (if it takes one)."""
     from pipeline.text import protocols
     from pipeline.text.languages import get_language
 
@@ -224,7 +228,9 @@ def plan(
         files += reading.input_files(source, glob, skipped)
     module = reader_module(reader)
     if hasattr(module, "shards"):
-        shards = module.shards(files, options, lines_per_shard)
+        takes_runner = "runner" in inspect.signature(module.shards).parameters
+        extra = {"runner": runner} if takes_runner and runner is not None else {}
+        shards = module.shards(files, options, lines_per_shard, **extra)
     else:
         shards = file_shards(files)
     counts = Counts()

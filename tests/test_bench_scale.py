@@ -31,6 +31,11 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
     assert size["words"] > 10_000
     for stage in STAGES:
         assert size["stages"][stage]["words_per_s"] > 0 and size["stages"][stage]["peak_rss_mb"] > 50
+        # the driver's and the largest worker's peaks (0: no worker was started), as the drivers
+        # recorded them: the larger of the two is the stage's peak of its largest process
+        r = size["stages"][stage]
+        assert 50 < r["driver_rss_mb"] <= r["peak_rss_mb"] + 1 and 0 <= r["worker_rss_mb"] <= r["peak_rss_mb"] + 1, r
+        assert max(r["driver_rss_mb"], r["worker_rss_mb"]) >= 0.9 * r["peak_rss_mb"], r
     passes = size["stages"]["sequences"]["passes"]  # the stage's passes, timed from its log
     assert {"sequences: tokenizer words", "sequences indic_scale", "sequences indic_scale: tokenizer training"} <= set(
         passes

@@ -52,6 +52,62 @@ def test_shards_do_not_depend_on_the_scan_block(hindi, tmp_path, monkeypatch, bl
     assert len(expected) > 3 and expected[-1].stop_byte == path.stat().st_size
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_line_shards_scanned_in_ranges_equal_the_scan_in_one_pass(hindi, tmp_path, monkeypatch, workers):
+    """The ``line`` shards are found by workers over byte ranges of the files (cut at line starts,
+    a CRLF never split): the same shards as one scan of each file, whatever the ranges, over LF,
+    CRLF, lone CR, blank and invisible-only lines, a BOM, a last line without an end, an empty file."""
+    from pipeline.engine import textfiles
+    from pipeline.engine.executor import executor
+
+    lines = hindi[0].read_bytes().splitlines()[:300]
+    ends = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n \r\n", "\n\u200b\r".encode()]
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(textfiles.reading.BOM + b"".join(line + ends[i % len(ends)] for i, line in enumerate(lines)))
+    open_end = tmp_path / "open_end.txt"
+    open_end.write_bytes(b"\r\n".join(lines[:77]))
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    files = [mixed, empty, open_end]
+    monkeypatch.setattr(textfiles, "BLOCK", 509)
+    for range_bytes in (1000, 7919, 1 << 26):
+        monkeypatch.setattr(textfiles, "RANGE_BYTES", range_bytes)
+        for lines_per_shard in (1, 7, 40, 1000):
+            expected = textfiles.serial_line_shards(files, lines_per_shard, "line")
+            with executor("local", workers) as runner:
+                assert textfiles.line_shards(files, lines_per_shard, "line", runner) == expected
+    assert len(textfiles.serial_line_shards(files, 7, "line")) > 60
+
+
+def test_dataset_scan_gives_the_label_set_and_one_value_as_the_files_do(tmp_path):
+    """One worker pass gives the shards, the label set and whether a column holds one value: the
+    answers of :func:`labels_of` and :func:`one_value`, which read the footers here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine.dataset import labels_of, one_value, row_shards, scan_datasets
+    from pipeline.engine.executor import executor
+    from pipeline.labels import PAPERS
+
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    for i in range(3):
+        table = pa.table({"doc_id": [f"d{i}#{k // 3}" for k in range(30)], "corpus": ["c"] * 30, "n": list(range(30))})
+        pq.write_table(table, folder / f"part-{i:05d}.parquet")
+    with executor("local", 2) as runner:
+        scan = scan_datasets([folder], 10, runner, one_values=("corpus", "n"))
+        assert scan.shards == row_shards([folder], 10, runner) and len(scan.shards) == 9
+    assert scan.labels == labels_of([folder]) == PAPERS
+    assert (
+        scan.one_value
+        == {"corpus": one_value(folder, "corpus"), "n": one_value(folder, "n")}
+        == {
+            "corpus": True,
+            "n": False,
+        }
+    )
+
+
 def _lines_by_rule(data: bytes) -> list[tuple[int, int, int]]:
     """(content start, content end, next start) per line, byte by byte: LF, CRLF or a lone CR ends
     a line; a last line without one counts."""
@@ -448,3 +504,27 @@ def test_map_ordered_inside_map_ordered_keeps_each_ones_items():
     from pipeline.engine.executor import map_ordered
 
     assert map_ordered(inner_map, list(range(12)), workers=2, chunks_per_worker=3) == [i + 3 for i in range(12)]
+
+
+def test_a_driver_records_its_peak_memory_and_its_largest_workers(tmp_path, root):
+    """A process that ran an executor records, when it ends, its own peak RSS and its largest
+    worker's: a worker that held 300 MB is the larger."""
+    import json
+    import subprocess
+    import sys
+
+    timings = tmp_path / "timings.jsonl"
+    code = (
+        "from pipeline.engine.executor import executor\n"
+        "def grow(n):\n"
+        "    block = bytearray(n << 20)\n"
+        "    block[::4096] = b'x' * len(block[::4096])\n"
+        "    return len(block)\n"
+        "with executor('local', 2) as runner:\n"
+        "    runner.map(grow, [300, 1], label='grow')\n"
+    )
+    env = {**os.environ, "PUNCT_TIMINGS": str(timings), "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    records = [json.loads(line) for line in timings.read_text().splitlines()]
+    (memory,) = [r for r in records if r["label"] == "peak memory"]
+    assert memory["worker_rss_mb"] > max(300, memory["driver_rss_mb"] + 100) and memory["driver_rss_mb"] > 10, memory

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.engine import hashsets
-from pipeline.engine.dataset import labels_of, read_rows, row_shards, value_changes
+from pipeline.engine.dataset import read_rows, scan_datasets, value_changes
 from pipeline.engine.executor import Executor
 from pipeline.labels import CASE_LABELS, PAPERS_CLASSES, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
@@ -742,8 +742,8 @@ def audit_datasets(
 def audit_dataset_views(runner: Executor, paths, folder, shard_rows: int, views: list[AuditView]) -> list:
     """:func:`audit_datasets` for several views of the same datasets (of one label set), in one pass
     over them."""
-    shards = row_shards(paths, shard_rows, runner)
-    return aggregate_views(runner, shards, folder, views, labels_of(paths))
+    scan = scan_datasets(paths, shard_rows, runner)
+    return aggregate_views(runner, scan.shards, folder, views, scan.labels)
 
 
 def alignment_summary(report: dict) -> dict:

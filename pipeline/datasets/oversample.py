@@ -39,13 +39,12 @@ from pipeline.engine.dataset import (
     document_index,
     each_step,
     finish,
-    labels_of,
     manifest_entry,
     protocol_entry,
     read_rows,
     read_shard,
-    row_shards,
     run_step,
+    scan_datasets,
 )
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
@@ -559,9 +558,9 @@ def oversample_dataset(
         report_path = outputs.file(report)
         scratch = outputs.scratch(out)
         plan = location.join(scratch, "plan")  # per-shard numbers the passes map (they grow with the shards)
-        label_set = labels_of(source)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            shards = row_shards(source, engine.shard_rows, runner)
+            scan = scan_datasets(source, engine.shard_rows, runner)
+            shards, label_set = scan.shards, scan.labels
             step = _Tally(label_set)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
             copies_folder, runs, incoming = _question_copies(

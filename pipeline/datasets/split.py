@@ -36,12 +36,11 @@ from pipeline.engine.dataset import (
     document_index,
     each_step,
     finish,
-    labels_of,
     manifest_entry,
     protocol_entry,
     read_rows,
-    row_shards,
     run_step,
+    scan_datasets,
 )
 from pipeline.engine.executor import executor
 from pipeline.engine.step import Counts, StepResult
@@ -608,8 +607,6 @@ def split_dataset(
 ) -> dict:
     """Split the corpora into the dataset ``out`` (a folder of parts) and write the report."""
     engine = engine or EngineParams()
-    label_set = labels_of([i.path for i in inputs])  # one set, or a one-line refusal
-    inputs = [replace(i, labels=label_set) for i in inputs]
     with writing.Outputs(inputs=[i.path for i in inputs]) as outputs:
         folder = outputs.dataset(out, kind="segments")
         report_path = outputs.file(report)
@@ -617,7 +614,10 @@ def split_dataset(
         keys_folder = location.join(scratch, "keys")
         location.make_folder(keys_folder)
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            shards = row_shards([i.path for i in inputs], engine.shard_rows, runner)
+            # the shards, and the inputs' one label set (or a one-line refusal)
+            scan = scan_datasets([i.path for i in inputs], engine.shard_rows, runner)
+            shards, label_set = scan.shards, scan.labels
+            inputs = [replace(i, labels=label_set) for i in inputs]
             rule, filled = None, None
             if params.counts is not None:
                 rule, filled = _count_rule(runner, shards, inputs, params, keys_folder, out)

@@ -12,6 +12,7 @@ so the bytes do not depend on it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 
 from pipeline import errors
 from pipeline.engine import location, reading, writing
-from pipeline.engine.executor import Executor
+from pipeline.engine.executor import Executor, record_timing
 from pipeline.engine.step import Counts, StepResult, total
 from pipeline.errors import ParamsError
 from pipeline.schema import SEGMENT_SCHEMA, as_dictionaries, dictionary_columns
@@ -40,41 +41,87 @@ class RowShard:
     source: int = 0
 
 
-def row_shards(paths, rows_per_shard: int, runner: Executor | None = None) -> list[RowShard]:
+def row_shards(paths, rows_per_shard: int, runner: Executor | None = None, label: str = "shards") -> list[RowShard]:
+    """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where a
+    document ends, from one scan of the parts on ``runner``'s workers (:func:`scan_datasets`)."""
+    return scan_datasets(paths, rows_per_shard, runner, label).shards
+
+
+@dataclass(frozen=True)
+class DatasetScan:
+    """What :func:`scan_datasets` found: the shards, the datasets' one label set (:func:`labels_of`),
+    and for each column asked whether every row holds one value (:func:`one_value`)."""
+
+    shards: list[RowShard]
+    labels: Any
+    one_value: dict[str, bool]
+
+
+def scan_datasets(
+    paths, rows_per_shard: int, runner: Executor | None = None, label: str = "shards", one_values=()
+) -> DatasetScan:
     """Shards of about ``rows_per_shard`` rows over the datasets ``paths`` (in order), each cut where
     a document ends: each file is cut into the whole number of shards nearest its rows over
     ``rows_per_shard`` (at least one), of equal size, so a shard holds at most 1.5
     ``rows_per_shard`` rows and a document; a tail shorter than a quarter of a shard joins the
     shard before it.
 
-    A streaming scan of the ``doc_id`` column only, each file on its own (on ``runner``'s workers:
-    the driver does not read the corpus).  A document's rows must be contiguous (every stage
-    writes them so); a document that runs over from one part file into the next is an error,
-    since a step sees whole documents."""
+    One pass over the part files on ``runner``'s workers (timed under ``label``), each file on its
+    own: its footer (label set, columns, rows, words, the statistics of the ``one_values``
+    columns) and a streaming scan of its ``doc_id`` column.  The driver reads no part: it checks
+    what the workers found as :func:`labels_of` and :func:`checked_parts` check it, in a fold of
+    a few numbers per part.  A document's rows must be contiguous (every stage writes them so); a
+    document that runs over from one part file into the next is an error, since a step sees
+    whole documents."""
     if rows_per_shard < 1:
         raise ParamsError("rows_per_shard must be at least 1")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     refuse_twice(paths)
-    labels_of(paths)  # datasets of different label sets are not mixed
-    files = [(source, str(file)) for source, path in enumerate(paths) for file in checked_parts(path)]
+    listed = [_listed(path) for path in paths]
+    files = [(source, str(file)) for source, (_, parts) in enumerate(listed) for file in parts]
     runner = runner or Executor()
     per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
     tasks = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
-    scanned = (cut for task in runner.imap(_FileCuts(rows_per_shard), tasks) for cut in task)
+    step = _FileCuts(rows_per_shard, tuple(one_values))
+    began = time.perf_counter()
+    found = [facts for task in runner.imap(step, tasks) for facts in task]
+    # timed as a pass (work shared among the workers), not logged: a refusal below stays one line
+    record_timing(label, time.perf_counter() - began, len(tasks), engine=runner.engine, workers=runner.workers)
+    per_path, at = [], 0
+    for _, parts in listed:
+        per_path.append(found[at : at + len(parts)])
+        at += len(parts)
+    label_set = _labels_of(
+        [
+            (path, manifest, parts, [f.footer for f in facts])
+            for path, (manifest, parts), facts in zip(paths, listed, per_path)
+        ]
+    )
+    for path, (manifest, parts), facts in zip(paths, listed, per_path):
+        _check_parts(path, manifest, parts, [f.footer for f in facts])
     shards: list[RowShard] = []
     previous: tuple[int, str, str] | None = None  # (source, file, last document) of the last file with rows
-    for (source, file), result in zip(files, scanned):
-        if isinstance(result, errors.InputError):  # raised in file order, whatever the tasks
-            raise result
-        cuts, first, last = result
+    seen: dict[str, set | None] = {column: set() for column in one_values}
+    for (source, file), facts in zip(files, found):
+        if isinstance(facts.cuts, errors.InputError):  # raised in file order, whatever the tasks
+            raise facts.cuts
+        for column, values in zip(one_values, facts.values):
+            seen[column] = None if values is None or seen[column] is None else seen[column] | values
+        cuts, first, last = facts.cuts
         if previous and previous[0] == source and first is not None and first == previous[2]:
             raise errors.InputError(
                 f"{file}: document {first!r} continues from {previous[1]}: a document must lie in one part file"
             )
         shards += [RowShard(file, len(shards) + k, start, stop, source) for k, (start, stop) in enumerate(cuts)]
         previous = (source, file, last) if last is not None else previous
-    return shards
+    single = {column: values is not None and len(values) <= 1 for column, values in seen.items()}
+    return DatasetScan(shards, label_set, single)
+
+
+def _listed(path) -> tuple[dict | None, list]:
+    """The manifest of the dataset ``path`` (None: a lone file, or a folder without one) and its part files."""
+    return (reading.read_manifest(path) if not location.is_file(path) else None), reading.parquet_files(path)
 
 
 def refuse_twice(paths) -> None:
@@ -127,23 +174,27 @@ def dataset_labels(path):
     the one its manifest records (a part of another dataset is refused).  A file that records none
     (written before label sets travelled with files) has its folder manifest's; ``papers`` where
     neither says."""
-    from pipeline.labels import PAPERS, from_file_metadata, from_record
+    manifest, files = _listed(path)
+    return _dataset_labels(path, manifest, files, (_footer_or_error(file) for file in files))
 
-    manifest = reading.read_manifest(path) if not location.is_file(path) else None
+
+def _dataset_labels(path, manifest, files, footers):
+    """:func:`dataset_labels` from the parts' footers (:class:`_Footer`, or the InputError reading one)."""
+    from pipeline.labels import METADATA_KEY, PAPERS, from_file_metadata, from_record
+
     claimed, where = None, None
     if isinstance(manifest, dict) and "label_set" in manifest:
         where = location.join(path, location.MANIFEST)
         claimed = from_record(manifest["label_set"], f"{where}: label_set")
     elif isinstance(manifest, dict):
         claimed, where = PAPERS, location.join(path, location.MANIFEST)
-    for file in reading.parquet_files(path):
-        try:
-            metadata = reading.open_parquet(file).schema_arrow.metadata
-        except errors.InputError:
+    parsed: dict = {}  # the parts of a dataset record one set: parsed once
+    for file, footer in zip(files, footers):
+        if isinstance(footer, errors.InputError) or footer.labels is None:
             continue  # a damaged part: the read that needs it names it, in file order
-        own = from_file_metadata(metadata, file)
+        own = parsed.get(footer.labels)
         if own is None:
-            continue
+            own = parsed[footer.labels] = from_file_metadata({METADATA_KEY: footer.labels}, file)
         if claimed is not None and not own.same_labels(claimed):
             raise errors.InputError(
                 f"{file}: label set {own.name}, but {where}: label set {claimed.name}: a part of another "
@@ -196,9 +247,18 @@ def labels_of(paths):
     """The one label set of the datasets ``paths``; datasets of different sets are refused, naming both."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    first, found = None, None
+    found = []
     for path in paths:
-        labels = dataset_labels(path)
+        manifest, files = _listed(path)
+        found.append((path, manifest, files, (_footer_or_error(file) for file in files)))
+    return _labels_of(found)
+
+
+def _labels_of(datasets) -> Any:
+    """:func:`labels_of` over (path, manifest, part files, their footers) of each dataset."""
+    first, found = None, None
+    for path, manifest, files, footers in datasets:
+        labels = _dataset_labels(path, manifest, files, footers)
         if found is None:
             first, found = path, labels
         elif not labels.same_labels(found):
@@ -233,8 +293,44 @@ def checked_parts(path) -> list:
     the rows, the words (a footer counts an empty list as one slot, so the words lie between the
     manifest's words and that plus the rows), and one column set in every part (a foreign part).
     A lone Parquet file, or a folder without a manifest (another tool's), has nothing to check."""
-    files = reading.parquet_files(path)
-    manifest = reading.read_manifest(path) if not location.is_file(path) else None
+    manifest, files = _listed(path)
+    return _check_parts(path, manifest, files, (_footer(file) for file in files))
+
+
+@dataclass(frozen=True)
+class _Footer:
+    """What a part's footer says: its columns (leaf paths), rows, word slots (values of the word
+    lists' leaf: None without one) and the label set its metadata records (raw; None: none)."""
+
+    columns: tuple[str, ...]
+    rows: int
+    slots: int | None
+    labels: bytes | None
+
+
+def _footer(file, reader=None) -> _Footer:
+    from pipeline.labels import METADATA_KEY
+
+    reader = reader or reading.open_parquet(file)
+    metadata = reader.metadata
+    columns = tuple(metadata.schema.column(i).path for i in range(metadata.num_columns))
+    slots = None
+    if _WORDS_LEAF in columns:
+        index = columns.index(_WORDS_LEAF)
+        slots = sum(metadata.row_group(g).column(index).num_values for g in range(metadata.num_row_groups))
+    return _Footer(columns, metadata.num_rows, slots, (reader.schema_arrow.metadata or {}).get(METADATA_KEY))
+
+
+def _footer_or_error(file) -> _Footer | errors.InputError:
+    try:
+        return _footer(file)
+    except errors.InputError as exc:
+        return exc
+
+
+def _check_parts(path, manifest, files: list, footers) -> list:
+    """:func:`checked_parts` from the parts' footers (:class:`_Footer`, or the InputError reading one,
+    raised in file order)."""
     if not isinstance(manifest, dict) or not isinstance(manifest.get("parts"), int):
         return files
     names = [location.name_of(file) for file in files]
@@ -250,9 +346,10 @@ def checked_parts(path) -> list:
             f"{len(expected)} parts; rewrite the dataset"
         )
     rows, slots, columns, first = 0, 0, None, None
-    for file in files:
-        metadata = reading.open_parquet(file).metadata
-        names_here = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    for file, footer in zip(files, footers):
+        if isinstance(footer, errors.InputError):
+            raise footer
+        names_here = footer.columns
         if columns is None:
             columns, first = names_here, file
         elif set(names_here) != set(columns):
@@ -260,10 +357,8 @@ def checked_parts(path) -> list:
                 f"{file}: columns differ from {location.name_of(first)}'s "
                 f"({', '.join(sorted(set(names_here) ^ set(columns)))}): a part of another dataset"
             )
-        rows += metadata.num_rows
-        if _WORDS_LEAF in names_here:
-            index = names_here.index(_WORDS_LEAF)
-            slots += sum(metadata.row_group(g).column(index).num_values for g in range(metadata.num_row_groups))
+        rows += footer.rows
+        slots += footer.slots or 0
     if isinstance(manifest.get("rows"), int) and rows != manifest["rows"]:
         raise errors.InputError(
             f"{path}: its parts hold {rows} rows, its manifest ({location.MANIFEST}) says {manifest['rows']}: "
@@ -278,26 +373,44 @@ def checked_parts(path) -> list:
     return files
 
 
+@dataclass(frozen=True)
+class _PartFacts:
+    """A part as a worker found it: its footer (or the InputError reading it), its cuts, first and
+    last document (:func:`file_cuts`, or the InputError), and per column asked the values its
+    row-group statistics show (None: not one value per row group, or no statistics)."""
+
+    footer: Any
+    cuts: Any
+    values: tuple
+
+
 class _FileCuts:
-    """Picklable: part files -> for each, the row ranges of its shards (the rule of
-    :func:`row_shards`) with its first and last document id, or the InputError reading it."""
+    """Picklable: part files -> the :class:`_PartFacts` of each (the rule of :func:`row_shards` for
+    the cuts; the statistics of the ``one_values`` columns)."""
 
-    def __init__(self, rows_per_shard: int):
-        self.rows_per_shard = rows_per_shard
+    def __init__(self, rows_per_shard: int, one_values: tuple[str, ...] = ()):
+        self.rows_per_shard, self.one_values = rows_per_shard, one_values
 
-    def __call__(self, files: tuple[str, ...]) -> list:
+    def __call__(self, files: tuple[str, ...]) -> list[_PartFacts]:
         out: list = []
         for file in files:
             try:
-                out.append(file_cuts(file, self.rows_per_shard))
+                reader = reading.open_parquet(file)
+                footer = _footer(file, reader)
             except errors.InputError as exc:
-                out.append(exc)
+                out.append(_PartFacts(exc, exc, ()))
+                continue
+            try:
+                cuts = file_cuts(file, self.rows_per_shard, reader)
+            except errors.InputError as exc:
+                cuts = exc
+            out.append(_PartFacts(footer, cuts, tuple(_row_group_values(reader, c) for c in self.one_values)))
         return out
 
 
-def file_cuts(file: str, rows_per_shard: int) -> tuple[list[tuple[int, int]], str | None, str | None]:
+def file_cuts(file: str, rows_per_shard: int, reader=None) -> tuple[list[tuple[int, int]], str | None, str | None]:
     """The row ranges of one Parquet file's shards, and its first and last document id (None: no rows)."""
-    reader = reading.open_parquet(file)
+    reader = reader or reading.open_parquet(file)
     if "doc_id" not in reader.schema_arrow.names:
         raise errors.InputError(f"{file}: not a segment table (no doc_id column)")
     # the file cut into equal shards of about rows_per_shard: a part of 6,600 rows (5,000 and the
@@ -336,20 +449,30 @@ def one_value(paths, column: str) -> bool:
     the files' row-group statistics show (no data read); False when a file keeps none."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    seen = set()
+    seen: set = set()
     for path in paths:
         for file in reading.parquet_files(path):
-            metadata = reading.open_parquet(file).metadata
-            leaves = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
-            if column not in leaves:
+            values = _row_group_values(reading.open_parquet(file), column)
+            if values is None:
                 return False
-            index = leaves.index(column)
-            for g in range(metadata.num_row_groups):
-                stats = metadata.row_group(g).column(index).statistics
-                if stats is None or not stats.has_min_max or stats.null_count != 0 or stats.min != stats.max:
-                    return False
-                seen.add(stats.min)
+            seen |= values
     return len(seen) <= 1
+
+
+def _row_group_values(reader, column: str) -> frozenset | None:
+    """The values of ``column`` in a file whose every row group holds one (its statistics' min and
+    max agree, no nulls); None when one does not, or keeps no statistics."""
+    metadata = reader.metadata
+    leaves = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if column not in leaves:
+        return None
+    index, seen = leaves.index(column), set()
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max or stats.null_count != 0 or stats.min != stats.max:
+            return None
+        seen.add(stats.min)
+    return frozenset(seen)
 
 
 def value_changes(column) -> np.ndarray:

@@ -20,6 +20,7 @@ to it as one JSON line): benchmarks read these records, not the log's wording.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -60,6 +61,42 @@ def record_timing(label: str, seconds: float, items: int, **extra) -> dict:
         except OSError as exc:
             raise ParamsError(f"PUNCT_TIMINGS={path}: cannot write the timings ({exc.strerror or exc})") from None
     return entry
+
+
+#: the label of the record of a process's peak memory (:func:`record_memory`), not a pass
+MEMORY_LABEL = "peak memory"
+_MEMORY_WATCHED: set[int] = set()
+
+
+def record_memory() -> None:
+    """When ``$PUNCT_TIMINGS`` names a file, append this process's peak RSS and that of its largest
+    ended child (its workers, once stopped) in MB: which process a stage's peak is, for benchmarks."""
+    import resource
+
+    if not os.environ.get("PUNCT_TIMINGS"):
+        return
+    kilobytes = 1024 if sys.platform == "darwin" else 1  # ru_maxrss: kB on Linux, bytes on macOS
+    driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / kilobytes / 1024
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / kilobytes / 1024
+    record_timing(MEMORY_LABEL, 0.0, 0, driver_rss_mb=round(driver, 1), worker_rss_mb=round(workers, 1))
+
+
+def _watch_memory() -> None:
+    """Record the peak memory when this process (a driver) ends: its forked workers end without
+    running exit handlers, so only the process that asked records."""
+    import atexit
+
+    pid = os.getpid()
+    if pid in _MEMORY_WATCHED or not os.environ.get("PUNCT_TIMINGS"):
+        return
+    _MEMORY_WATCHED.add(pid)
+
+    def record() -> None:
+        if os.getpid() == pid:
+            with contextlib.suppress(ParamsError):  # an unwritable file failed the run's own passes already
+                record_memory()
+
+    atexit.register(record)
 
 
 def cores() -> int:
@@ -290,6 +327,7 @@ def executor(engine: str = "local", workers: int | None = 0, scheduler: str | No
     """An executor for ``engine``, closed (its workers stopped) when the block ends."""
     if engine not in (*ENGINES, "inline"):
         raise ParamsError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    _watch_memory()
     if engine == "inline":
         runner: Executor = Executor()
     elif engine == "local":

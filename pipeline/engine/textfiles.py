@@ -13,6 +13,7 @@ the scan and in the step that reads the shard.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,16 +114,21 @@ class LineShard:
     file_blank: int = 0
 
 
-def _blocks(path: Path) -> Iterator[tuple[np.ndarray, int]]:
-    """(bytes, offset of its first byte in the file) blocks, each ending on a line end."""
+def _blocks(path: Path, start: int = 0, stop: int | None = None) -> Iterator[tuple[np.ndarray, int]]:
+    """(bytes, offset of its first byte in the file) blocks of bytes [start, stop) (``start`` a line
+    start, ``stop`` one or None: the file's end), each ending on a line end."""
     try:
         handle = reading.open_input(path)
     except OSError as exc:
         raise errors.InputError(f"{path}: cannot read ({exc.strerror})") from None
     with handle:
-        offset, carry = 0, b""
+        if start:
+            handle.seek(start)
+        offset, carry, left = start, b"", None if stop is None else stop - start
         while True:
-            chunk = handle.read(BLOCK)
+            chunk = handle.read(BLOCK if left is None else min(BLOCK, left))
+            if left is not None:
+                left -= len(chunk)
             final = not chunk
             data = carry + chunk
             if not data:
@@ -140,14 +146,24 @@ def _blocks(path: Path) -> Iterator[tuple[np.ndarray, int]]:
             carry = data[cut:]
 
 
-def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line") -> list[LineShard]:
+def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line", runner=None) -> list[LineShard]:
     """Shards of about ``lines_per_shard`` lines over the files, in file order; shard indices run over
     all files.  A shard never cuts a document: with ``doc_boundary`` ``blank_line`` it ends after the
-    first blank line once it has its lines, with ``file`` it is the whole file."""
+    first blank line once it has its lines, with ``file`` it is the whole file.
+
+    With ``line`` (every ``lines_per_shard`` lines a shard) the files are scanned in byte ranges on
+    ``runner``'s workers (:func:`parallel_line_shards`); otherwise here, a block at a time."""
     if lines_per_shard < 1:
         raise ParamsError("lines_per_shard must be at least 1")
     if doc_boundary not in ("line", "blank_line", "file"):
         raise ParamsError(f"unknown doc_boundary {doc_boundary!r}")
+    if doc_boundary == "line":
+        return parallel_line_shards(paths, lines_per_shard, runner)
+    return serial_line_shards(paths, lines_per_shard, doc_boundary)
+
+
+def serial_line_shards(paths, lines_per_shard: int, doc_boundary: str) -> list[LineShard]:
+    """:func:`line_shards` in this process, a block at a time."""
     shards: list[LineShard] = []
     for path in (p if location.is_url(p) else Path(p) for p in paths):
         first_index = len(shards)
@@ -208,6 +224,135 @@ def line_shards(paths, lines_per_shard: int, doc_boundary: str = "line") -> list
             )
         if len(shards) == first_index:  # an empty file: one empty shard, so it is still counted
             shards.append(LineShard(str(path), len(shards), 0, 0, 0, 0, 0, 0, 0, 0))
+    return shards
+
+
+#: bytes of a file that one task of the parallel scan reads (at least; a few tasks per worker)
+RANGE_BYTES = 64 << 20
+
+
+def _line_start_from(path, position: int, size: int) -> int:
+    """The first line start at or after ``position`` (0 < position < size), ``size`` if none: just
+    after an LF, or after a CR that no LF follows."""
+    at = position - 1  # the byte before the first candidate
+    while at < size:
+        data = reading.read_range(path, at, min(size, at + (1 << 16)))
+        hits = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+        if not hits:
+            at += len(data)
+            continue
+        i = min(hits)
+        if data[i] == 13 and at + i + 1 < size:  # a CR: the line ends after the LF that follows it, if one does
+            after = data[i + 1 : i + 2] or reading.read_range(path, at + i + 1, at + i + 2)
+            if after == b"\n":
+                return at + i + 2
+        return at + i + 1
+    return size
+
+
+def _range_bounds(path, size: int, workers: int) -> list[int]:
+    """Line starts that cut the file into ranges for the scan's tasks (first 0, last ``size``)."""
+    n = max(1, min(max(-(-size // RANGE_BYTES), 4 * workers), size // BLOCK))
+    bounds = [0]
+    for k in range(1, n):
+        at = _line_start_from(path, k * size // n, size)
+        if bounds[-1] < at < size:
+            bounds.append(at)
+    return [*bounds, size]
+
+
+class _RangeScan:
+    """Picklable: a byte range of whole lines of a file -> its line and blank counts and its
+    trailing run of non-blank lines (``first``: None); or, given the file's counts before the range
+    (``first``: lines, blank lines, run), the shard starts in it: every ``lines_per_shard``-th
+    line, as (start byte, line, blank before, non-blank before, non-blank run)."""
+
+    def __init__(self, lines_per_shard: int):
+        self.lines_per_shard = lines_per_shard
+
+    def __call__(self, task) -> tuple:
+        path, start, stop, first = task
+        line, blank_count, run = first or (0, 0, 0)
+        starts_found = []
+        for data, offset in _blocks(path, start, stop):
+            starts, ends, _ = line_bounds(data)
+            if offset == 0 and len(data) >= 3 and bytes(data[:3]) == reading.BOM and len(starts):
+                starts = starts.copy()
+                starts[0] = min(3, ends[0])
+            blank = blank_flags(data, starts, ends)
+            n = len(blank)
+            if first is not None and n:
+                # the lines here that start a shard, with the counts before each
+                wanted = np.arange(-line % self.lines_per_shard, n, self.lines_per_shard)
+                if len(wanted):
+                    blank_before = np.r_[0, np.cumsum(blank)][wanted] + blank_count
+                    last_blank = np.maximum.accumulate(np.where(blank, np.arange(n), -1))
+                    previous = np.r_[-1, last_blank[:-1]][wanted]
+                    runs = np.where(previous >= 0, wanted - 1 - previous, run + wanted)
+                    line_starts = np.where(wanted > 0, offset + starts[wanted], offset)
+                    if offset == 0:  # the BOM's line starts at the file's first byte
+                        line_starts = np.where(wanted == 0, 0, line_starts)
+                    starts_found += zip(
+                        line_starts.tolist(),
+                        (line + wanted).tolist(),
+                        blank_before.tolist(),
+                        (line + wanted - blank_before).tolist(),
+                        runs.tolist(),
+                    )
+            blanks = np.flatnonzero(blank)
+            run = n - 1 - int(blanks[-1]) if len(blanks) else run + n
+            blank_count += len(blanks)
+            line += n
+        if first is None:
+            return line, blank_count, run
+        return starts_found
+
+
+def parallel_line_shards(paths, lines_per_shard: int, runner=None, label: str = "ingest: line shards") -> list:
+    """:func:`line_shards` with ``doc_boundary`` ``line``, the same shards, scanned on ``runner``'s
+    workers (two passes timed under ``label``): each file is cut into byte ranges at line starts; the
+    first pass counts each range's lines, blank lines and trailing run of non-blank lines; the driver
+    sums them into each range's counts before it (a few numbers per range); the second pass finds
+    the shard starts in each range.  The driver reads a few bytes at each cut, nothing else."""
+    import time
+
+    from pipeline.engine.executor import Executor, record_timing
+
+    runner = runner or Executor()
+    files = [p if location.is_url(p) else Path(p) for p in paths]
+    ranges = []  # (file, start, stop)
+    for k, path in enumerate(files):
+        try:
+            size = location.file_size(path)
+        except OSError as exc:
+            raise errors.InputError(f"{path}: cannot read ({exc.strerror})") from None
+        bounds = _range_bounds(path, size, runner.workers) if size else [0, 0]
+        ranges += [(k, str(path), a, b) for a, b in itertools.pairwise(bounds)]
+    began = time.perf_counter()
+    step = _RangeScan(lines_per_shard)
+    counted = list(runner.imap(step, [(path, a, b, None) for _, path, a, b in ranges]))
+    before, totals, state = [], {}, {}
+    for (k, _, _, _), (lines, blank, run) in zip(ranges, counted):
+        line0, blank0, run0 = state.get(k, (0, 0, 0))
+        before.append((line0, blank0, run0))
+        state[k] = (line0 + lines, blank0 + blank, run if blank else run0 + lines)
+        totals[k] = state[k]
+    found = list(runner.imap(step, [(path, a, b, first) for (_, path, a, b), first in zip(ranges, before)]))
+    record_timing(label, time.perf_counter() - began, 2 * len(ranges), engine=runner.engine, workers=runner.workers)
+    shards: list[LineShard] = []
+    starts_of: dict[int, list] = {}
+    for (k, _, _, _), starts in zip(ranges, found):
+        starts_of.setdefault(k, []).extend(starts)
+    for k, path in enumerate(files):
+        lines, blank, _ = totals.get(k, (0, 0, 0))
+        starts = starts_of.get(k, [])
+        if not starts:  # an empty file: one empty shard, so it is still counted
+            shards.append(LineShard(str(path), len(shards), 0, 0, 0, 0, 0, 0, 0, 0))
+            continue
+        size = location.file_size(path)
+        stops = [s[0] for s in starts[1:]] + [size]
+        for (byte, *counts), stop in zip(starts, stops):
+            shards.append(LineShard(str(path), len(shards), byte, stop, *counts, lines, blank))
     return shards
 
 

@@ -40,9 +40,11 @@ def audit(
             engine.shard_rows,
             drift_threshold=drift_threshold,
         )
-    label_set = labels_of(inputs)
-    for name in names:  # a corpus with no rows is reported, not left out
-        result.setdefault(name, empty_summary(label_set))
+    missing = [name for name in names if name not in result]
+    if missing:  # a corpus with no rows is reported, not left out (the footers read only then)
+        label_set = labels_of(inputs)
+        for name in missing:
+            result[name] = empty_summary(label_set)
     if reports is not None:
         result = with_reports(result, *reports)
     # the readers the manifests name (datasets made under a protocol), where the caller gave none

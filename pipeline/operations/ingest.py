@@ -22,48 +22,58 @@ def ingest(entry, inputs, corpus: str, out, stats, engine) -> dict:
     ``lang``'s is refused unless the entry allows it.  Returns the report."""
     from pipeline import ingest as I
     from pipeline.engine import writing
-    from pipeline.engine.dataset import counts_of, finish, manifest_entry, run_step
+    from pipeline.engine.dataset import run_step
     from pipeline.engine.executor import executor
     from pipeline.labels import label_set as get_label_set
+
+    reader, lang, options = entry.reader, entry.lang, entry.reader_options()
+    # one executor for the scan that cuts the files (on its workers) and the pass over the shards
+    with executor(engine.engine, engine.workers, engine.scheduler) as runner:
+        shards, files, counts = I.plan(
+            reader, inputs, lang, options, engine.shard_lines, entry.glob, entry.user_dict, entry.label_set,
+            entry.protocol, runner,
+        )  # fmt: skip
+        labels = get_label_set(entry.label_set)
+        suffixes = I.id_suffixes(files)
+        step = I.IngestStep(
+            reader, lang, corpus, options, entry.spoken, entry.user_dict, suffixes, entry.label_set, entry.protocol
+        )
+        with writing.Outputs(inputs=_inputs_read(inputs, files, entry)) as outputs:
+            folder = outputs.dataset(out, kind="segments")
+            stats_path = outputs.file(stats) if stats else None
+            log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
+            results = run_step(runner, step, shards, folder, f"ingest {corpus}", labels)
+            report = _finish(I, entry, inputs, corpus, folder, files, counts, results, labels)
+            if stats_path is not None:
+                writing.write_json_in_place(report, stats_path)
+    _log_summary(report, corpus, out, stats)
+    return report
+
+
+def _finish(I, entry, inputs, corpus: str, folder, files, counts, results, labels) -> dict:
+    """The dataset's manifest from its parts' results, and the report (its scripts checked)."""
+    from pipeline.engine.dataset import counts_of, finish, manifest_entry
     from pipeline.schema import SCHEMA_NAME
     from pipeline.text import protocols
 
-    reader, lang, options = entry.reader, entry.lang, entry.reader_options()
-    shards, files, counts = I.plan(
-        reader, inputs, lang, options, engine.shard_lines, entry.glob, entry.user_dict, entry.label_set, entry.protocol
+    counts.add(counts_of(results))
+    finish(
+        folder,
+        "segments",
+        results,
+        schema=SCHEMA_NAME,
+        **manifest_entry(labels),
+        **protocols.record(entry.protocol, entry.lang, corpus, files, entry.reader, counts.stats),
     )
-    suffixes = I.id_suffixes(files)
-    step = I.IngestStep(
-        reader, lang, corpus, options, entry.spoken, entry.user_dict, suffixes, entry.label_set, entry.protocol
-    )
-    labels = get_label_set(entry.label_set)
-    with writing.Outputs(inputs=_inputs_read(inputs, files, entry)) as outputs:
-        folder = outputs.dataset(out, kind="segments")
-        stats_path = outputs.file(stats) if stats else None
-        with executor(engine.engine, engine.workers, engine.scheduler) as runner:
-            log.info("ingest %s: %d shard(s) of %d file(s) on %s", corpus, len(shards), len(files), runner.engine)
-            results = run_step(runner, step, shards, folder, f"ingest {corpus}", labels)
-        counts.add(counts_of(results))
-        finish(
-            folder,
-            "segments",
-            results,
-            schema=SCHEMA_NAME,
-            **manifest_entry(labels),
-            **protocols.record(entry.protocol, lang, corpus, files, reader, counts.stats),
+    report = I.report_of(entry.reader, entry.lang, corpus, counts)
+    I.check_scripts(report, entry.lang, inputs, entry.allow_other_script)
+    if report.get("ids_made_unique"):
+        log.warning(
+            "ingest %s: %d document id(s) suffixed ~2, ~3... to stay distinct (input files of one stem, "
+            "or a repeated talk id): ids_made_unique in the stats",
+            corpus,
+            report["ids_made_unique"],
         )
-        report = I.report_of(reader, lang, corpus, counts)
-        I.check_scripts(report, lang, inputs, entry.allow_other_script)
-        if report.get("ids_made_unique"):
-            log.warning(
-                "ingest %s: %d document id(s) suffixed ~2, ~3... to stay distinct (input files of one stem, "
-                "or a repeated talk id): ids_made_unique in the stats",
-                corpus,
-                report["ids_made_unique"],
-            )
-        if stats_path is not None:
-            writing.write_json_in_place(report, stats_path)
-    _log_summary(report, corpus, out, stats)
     return report
 
 
