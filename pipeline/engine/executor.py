@@ -76,9 +76,24 @@ def record_memory() -> None:
     if not os.environ.get("PUNCT_TIMINGS"):
         return
     kilobytes = 1024 if sys.platform == "darwin" else 1  # ru_maxrss: kB on Linux, bytes on macOS
-    driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / kilobytes / 1024
+    driver = _own_peak_kb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / kilobytes
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / kilobytes / 1024
+    driver /= 1024
     record_timing(MEMORY_LABEL, 0.0, 0, driver_rss_mb=round(driver, 1), worker_rss_mb=round(workers, 1))
+
+
+def _own_peak_kb() -> float | None:
+    """This process's peak RSS in kB from ``/proc/self/status`` (``VmHWM``), where there is one.
+    Linux's ``ru_maxrss`` keeps across ``exec`` the peak of the process that forked it (a test
+    runner of a gigabyte, say), which is not this program's."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1])
+    except OSError:
+        return None
+    return None
 
 
 def _watch_memory() -> None:
