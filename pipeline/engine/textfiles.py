@@ -320,23 +320,23 @@ def parallel_line_shards(paths, lines_per_shard: int, runner=None, label: str = 
 
     runner = runner or Executor()
     files = [p if location.is_url(p) else Path(p) for p in paths]
-    ranges = []  # (file, start, stop)
+    ranges, sizes = [], []  # (file, start, stop); each file's size
     for k, path in enumerate(files):
         try:
             size = location.file_size(path)
         except OSError as exc:
             raise errors.InputError(f"{path}: cannot read ({exc.strerror})") from None
+        sizes.append(size)
         bounds = _range_bounds(path, size, runner.workers) if size else [0, 0]
         ranges += [(k, str(path), a, b) for a, b in itertools.pairwise(bounds)]
     began = time.perf_counter()
     step = _RangeScan(lines_per_shard)
     counted = list(runner.imap(step, [(path, a, b, None) for _, path, a, b in ranges]))
-    before, totals, state = [], {}, {}
+    before, totals = [], {}  # each range's counts before it; each file's in all
     for (k, _, _, _), (lines, blank, run) in zip(ranges, counted):
-        line0, blank0, run0 = state.get(k, (0, 0, 0))
+        line0, blank0, run0 = totals.get(k, (0, 0, 0))
         before.append((line0, blank0, run0))
-        state[k] = (line0 + lines, blank0 + blank, run if blank else run0 + lines)
-        totals[k] = state[k]
+        totals[k] = (line0 + lines, blank0 + blank, run if blank else run0 + lines)
     found = list(runner.imap(step, [(path, a, b, first) for (_, path, a, b), first in zip(ranges, before)]))
     record_timing(label, time.perf_counter() - began, 2 * len(ranges), engine=runner.engine, workers=runner.workers)
     shards: list[LineShard] = []
@@ -349,8 +349,7 @@ def parallel_line_shards(paths, lines_per_shard: int, runner=None, label: str = 
         if not starts:  # an empty file: one empty shard, so it is still counted
             shards.append(LineShard(str(path), len(shards), 0, 0, 0, 0, 0, 0, 0, 0))
             continue
-        size = location.file_size(path)
-        stops = [s[0] for s in starts[1:]] + [size]
+        stops = [s[0] for s in starts[1:]] + [sizes[k]]
         for (byte, *counts), stop in zip(starts, stops):
             shards.append(LineShard(str(path), len(shards), byte, stop, *counts, lines, blank))
     return shards

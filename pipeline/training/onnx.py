@@ -177,6 +177,8 @@ GELU_MIN = -0.1701
 #: of -GELU_MIN / GELU_ZERO under a token's scale (a token's largest output under about 2.5 rounds a
 #: little coarser than over its own range; one zero point for all tokens spares a product its own)
 GELU_ZERO = 8
+#: how :func:`_per_token` quantizes the input of each per-token product of :func:`_products`' plan
+PER_TOKEN_MODES = {"smoothed_per_token": "symmetric", "per_token_gelu": "gelu", "per_token_range": "range"}
 #: the operators whose output is a layer norm's (an input the dynamic products smooth)
 LAYER_NORMS = frozenset(
     {
@@ -232,7 +234,8 @@ def _products(graph, excluded, elsewhere: str = "per_token", layer_norm: str = "
     """Each matrix product of a constant weight outside ``excluded`` (node name), with how it is
     quantized: ``smoothed`` (an attention's projections, fed by a layer norm: smoothed, then
     dynamic), ``smoothed_per_token`` (another product fed by a layer norm, with ``layer_norm``
-    ``per_token``), ``dynamic`` (fed by the attention) or ``elsewhere`` (anything else: the GELU's)."""
+    ``per_token``), ``dynamic`` (fed by the attention) or ``elsewhere`` (anything else: the GELU's;
+    ``per_token`` there is ``per_token_gelu`` or, fed by another operator, ``per_token_range``)."""
     weights = {t.name for t in graph.initializer}
     producer = {out: node.op_type for node in graph.node for out in node.output}
     plan = {}
@@ -243,8 +246,12 @@ def _products(graph, excluded, elsewhere: str = "per_token", layer_norm: str = "
         if feeder in LAYER_NORMS:
             per_token = layer_norm == "per_token" and node.op_type == "MatMul"
             plan[node.name] = "smoothed_per_token" if per_token else "smoothed"
+        elif feeder == "Attention":
+            plan[node.name] = "dynamic"
+        elif elsewhere == "per_token":
+            plan[node.name] = "per_token_gelu" if feeder in GELUS else "per_token_range"
         else:
-            plan[node.name] = "dynamic" if feeder == "Attention" else elsewhere
+            plan[node.name] = elsewhere
         if node.op_type == "Attention" and plan[node.name] not in ("smoothed", "fp32"):
             plan[node.name] = "dynamic"  # an Attention's projections are quantized whole, or not at all
     return plan
@@ -354,13 +361,14 @@ def _per_token(model, nodes: dict[str, str]) -> None:
         "per_token_begin": np.array([0], np.int64),
     }
     graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
-    rebuilt = []
+    rebuilt, replaced = [], set(consts)
     for node in graph.node:
         if node.name not in nodes:
             rebuilt.append(node)
             continue
         p = node.name
         w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float32)
+        replaced.add(node.input[1])
         w_scale = np.abs(w).max(axis=0) / 127
         w_scale[w_scale == 0] = 1.0
         wq = np.clip(np.rint(w / w_scale), -127, 127).astype(np.int8)
@@ -376,8 +384,14 @@ def _per_token(model, nodes: dict[str, str]) -> None:
         rebuilt += _per_token_nodes(p, node.input[0], node.output[0], nodes[p])
     del graph.node[:]
     graph.node.extend(rebuilt)
+    _drop_replaced(graph, replaced)  # and the constants no product of this graph reads
+
+
+def _drop_replaced(graph, names: set[str]) -> None:
+    """The initializers ``names`` (the weights a rewrite replaced) removed from ``graph`` where no
+    node reads them any more; every other initializer kept."""
     used = {name for node in graph.node for name in node.input}
-    kept = [t for t in graph.initializer if t.name in used]
+    kept = [t for t in graph.initializer if t.name not in names or t.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept)
 
@@ -473,10 +487,7 @@ def _quantize_mixed(source: Path, target: Path, settings: dict, tokenizer: Path 
         _smooth(model, smoothed, ranges, settings["alpha"])
     else:
         smoothed = []
-    producer = {out: node.op_type for node in model.graph.node for out in node.output}
-    feeder = {node.name: producer.get(node.input[0], "") for node in model.graph.node if node.input}
-    modes = {n: "symmetric" for n, how in plan.items() if how == "smoothed_per_token"}
-    modes.update({n: "gelu" if feeder[n] in GELUS else "range" for n, how in plan.items() if how == "per_token"})
+    modes = {n: PER_TOKEN_MODES[how] for n, how in plan.items() if how in PER_TOKEN_MODES}
     settings["per_token_nodes"] = sorted(modes)
     _per_token(model, modes)
     dynamic = sorted(n for n, how in plan.items() if how in ("smoothed", "dynamic"))
@@ -576,10 +587,7 @@ def _quantize_blockwise(source: Path, target: Path, settings: dict) -> list[str]
         )
     del graph.node[:]
     graph.node.extend(nodes)
-    used = {name for node in graph.node for name in node.input}
-    kept = [t for t in graph.initializer if t.name not in replaced or t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
+    _drop_replaced(graph, replaced)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     onnx.save(model, str(target))
