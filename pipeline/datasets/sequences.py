@@ -65,9 +65,56 @@ SEQUENCE_SCHEMA = pa.schema(
 )
 
 
-#: words a worker's caches of tokenized (:class:`PieceCache`) and normalized words each hold before
-#: they are cleared: at two million words each, the two held 0.5 GB a worker at 100 M words
+#: words a worker's cache of tokenized words (:class:`PieceCache`) holds before it is cleared: at two
+#: million words it held about 0.25 GB a worker at 100 M words
 WORD_CACHE_LIMIT = 200_000
+
+
+class WordSlots:
+    """Distinct words numbered 0, 1, ... in the order added, found again with array operations over a
+    batch of words: their hashes searched in a sorted array, each match checked against the word
+    itself (a hash two words share finds no slot, so the word is added again: never a wrong slot).
+    No Python string per word."""
+
+    def __init__(self):
+        from pipeline.engine.hashsets import string_array_hashes
+
+        self._hash = string_array_hashes
+        self.hashes = np.zeros(0, np.uint64)  # sorted
+        self.slots = np.zeros(0, np.int64)  # the slot of each of ``hashes``
+        self._chunks: list[pa.Array] = []
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def words(self) -> pa.Array:
+        """Every word added, by slot."""
+        if len(self._chunks) != 1:
+            self._chunks = [pa.concat_arrays(self._chunks) if self._chunks else pa.array([], pa.string())]
+        return self._chunks[0]
+
+    def find(self, words: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Each word's slot (-1: not added), and the words' hashes."""
+        hashes = self._hash(words)
+        if not len(self.hashes):
+            return np.full(len(words), -1, np.int64), hashes
+        at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+        slots = np.where(self.hashes[at] == hashes, self.slots[at], -1)
+        hit = np.flatnonzero(slots >= 0)
+        if len(hit):
+            same = pc.equal(words.take(pa.array(hit)), self.words().take(pa.array(slots[hit])))
+            slots[hit[~same.to_numpy(zero_copy_only=False)]] = -1
+        return slots, hashes
+
+    def add(self, words: pa.Array, hashes: np.ndarray) -> np.ndarray:
+        """The slots of ``words`` (with their ``hashes``), added."""
+        new = np.arange(len(self.slots), len(self.slots) + len(words))
+        order = np.argsort(hashes, kind="stable")
+        at = np.searchsorted(self.hashes, hashes[order])
+        self.hashes = np.insert(self.hashes, at, hashes[order])
+        self.slots = np.insert(self.slots, at, new[order])
+        self._chunks.append(words.cast(pa.string()) if words.type != pa.string() else words)
+        return new
 
 
 class PieceCache:
@@ -486,7 +533,7 @@ class TrainWordCounts:
         self.folder, self.lowercase = str(folder), lowercase
 
     def __call__(self, shard):
-        from pipeline.engine import hashsets, location, writing
+        from pipeline.engine import location, writing
         from pipeline.engine.dataset import read_rows
         from pipeline.engine.step import StepResult
 
@@ -495,37 +542,81 @@ class TrainWordCounts:
         codes, values = flat_dictionary(table.filter(train)["words"])
         counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
         present = np.flatnonzero(counts)
-        words = pa.array(_normalized(values.take(pa.array(present)).to_pylist(), self.lowercase), pa.string())
-        summed = pa.table({"word": words, "n": pa.array(counts[present], pa.int64())})
-        summed = summed.group_by("word").aggregate([("n", "sum")])  # words that normalize alike
-        hashes = hashsets.string_array_hashes(summed["word"].combine_chunks())
+        normalize = _NORMALIZED.get(self.lowercase)
+        if normalize is None:
+            normalize = _NORMALIZED[self.lowercase] = NormalizedWords(self.lowercase)
+        words, word_hashes = normalize(values.take(pa.array(present)))
+        # words that normalize alike summed (exact: a shard's counts are far below 2**53)
+        encoded = pc.dictionary_encode(words)
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        summed = np.bincount(indices, weights=counts[present], minlength=len(encoded.dictionary))
+        words, n = encoded.dictionary, summed.astype(np.int64)
+        hashes = np.zeros(len(words), np.uint64)
+        hashes[indices] = word_hashes  # a word's hash, from any of its spellings
         order = np.argsort(hashes, kind="stable")
-        out = pa.table(
-            {"hash": pa.array(hashes[order]), "word": summed["word"].take(order), "n": summed["n_sum"].take(order)}
-        )
+        out = pa.table({"hash": pa.array(hashes[order]), "word": words.take(order), "n": pa.array(n[order])})
         location.make_folder(self.folder)
         writing.write_arrow_in_place(out, location.join(self.folder, f"{shard.index:05d}.arrow"))
         return StepResult(None, payload=out.num_rows)
 
 
-#: per process and ``lowercase``: words already normalized (most of a shard's words were in an
-#: earlier shard; the normalizer's call per word was two thirds of the counting step), bounded by
-#: :data:`WORD_CACHE_LIMIT`
-_NORMALIZED: dict[bool, dict[str, str]] = {}
+class NormalizedWords:
+    """Words normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`), with
+    the hashes of the results; each distinct word normalized once per process (most of a shard's
+    words were in an earlier shard), bounded by :data:`WORD_CACHE_LIMIT`."""
+
+    def __init__(self, lowercase: bool, limit: int = WORD_CACHE_LIMIT):
+        self.lowercase, self.limit = lowercase, limit
+        self._clear()
+
+    def _clear(self) -> None:
+        self.index = WordSlots()
+        self._normalized: list[pa.Array] = []
+        self._hashes = np.zeros(0, np.uint64)
+
+    def __call__(self, words: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        from pipeline.engine.hashsets import string_array_hashes
+
+        words = words.cast(pa.string()) if words.type != pa.string() else words
+        slots, hashes = self.index.find(words)
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            if len(self.index) + len(missing) > self.limit:
+                self._clear()
+                slots[:], missing = -1, np.arange(len(words))
+            new = words.take(pa.array(missing))
+            normalized = normalized_words(new, self.lowercase)
+            slots[missing] = self.index.add(new, hashes[missing])
+            self._normalized.append(normalized)
+            self._hashes = np.r_[self._hashes, string_array_hashes(normalized)]
+        if len(self._normalized) > 1:
+            self._normalized = [pa.concat_arrays(self._normalized)]
+        if not self._normalized:
+            return pa.array([], pa.string()), np.zeros(0, np.uint64)
+        return self._normalized[0].take(pa.array(slots)), self._hashes[slots]
 
 
-def _normalized(words: list[str], lowercase: bool) -> list[str]:
-    """``words`` normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`)."""
-    cache = _NORMALIZED.setdefault(lowercase, {})
-    if len(cache) > WORD_CACHE_LIMIT:
-        cache.clear()
-    normalize, get, out = tokenizer_normalizer(lowercase).normalize_str, cache.get, []
-    for word in words:
-        found = get(word)
-        if found is None:
-            found = cache[word] = normalize(word)
-        out.append(found)
-    return out
+#: per process and ``lowercase``: the words normalized so far
+_NORMALIZED: dict[bool, NormalizedWords] = {}
+
+
+def normalized_words(words: pa.Array, lowercase: bool) -> pa.Array:
+    """``words`` (an Arrow string array) normalized as the trained tokenizer normalizes them
+    (:func:`tokenizer_normalizer`), in one call of the normalizer: the words joined by spaces, the
+    result split at them.  Its normalizers act within a word: NFC composes and reorders nothing
+    across a space (a starter that composes with no character), lowercasing maps each character on
+    its own and makes no space; so the pieces are the words normalized one by one (tested).  Words
+    holding a space themselves would split apart: they are normalized one by one."""
+    words = words.cast(pa.string()) if words.type != pa.string() else words
+    if len(words) == 0:
+        return words
+    normalize = tokenizer_normalizer(lowercase).normalize_str
+    if not pc.any(pc.match_substring(words, " ")).as_py():
+        joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(words)], pa.int32()), words), " ")
+        pieces = pc.split_pattern(pa.array([normalize(joined[0].as_py())]), " ").flatten()
+        if len(pieces) == len(words):
+            return pieces
+    return pa.array([normalize(word) for word in words.to_pylist()], pa.string())
 
 
 class SumWordRange:
