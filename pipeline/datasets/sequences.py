@@ -121,8 +121,8 @@ class PieceCache:
     """Subword ids of distinct words, tokenized once per process (bounded: cleared when full).
 
     A word's ids sit in one growing flat array (``flat``), found by the word's slot (``start``,
-    ``length``): a shard looks its distinct words up in one pass over a dict, with no array per
-    word to gather and concatenate."""
+    ``length``): a shard looks its distinct words up with array operations (:class:`WordSlots`),
+    with no array per word to gather and concatenate."""
 
     def __init__(self, tokenizer, limit: int = WORD_CACHE_LIMIT):
         self.tokenizer, self.limit = tokenizer, limit
@@ -139,7 +139,7 @@ class PieceCache:
         self._clear()
 
     def _clear(self) -> None:
-        self.slot: dict[str, int] = {}
+        self.index = WordSlots()
         self.start = np.zeros(1024, np.int64)
         self.length = np.zeros(1024, np.int64)
         self.flat = np.zeros(4096, np.int32)
@@ -162,21 +162,21 @@ class PieceCache:
         self.start[n : n + len(words)] = t + np.r_[0, np.cumsum(lengths)[:-1]]
         self.length[n : n + len(words)] = lengths
         self.flat[t : t + len(ids)] = ids
-        self.slot.update(zip(words, range(n, n + len(words))))
         self._words, self._tokens = n + len(words), t + len(ids)
 
-    def lookup(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(start, length) in ``flat`` of each of ``words`` (distinct), tokenizing those not seen yet;
-        valid until the next call."""
-        slots = np.fromiter(map(self.slot.get, words, itertools.repeat(-1)), np.int64, len(words))
+    def lookup(self, words) -> tuple[np.ndarray, np.ndarray]:
+        """(start, length) in ``flat`` of each of ``words`` (distinct; a list or an Arrow string array),
+        tokenizing those not seen yet; valid until the next call."""
+        words = words if isinstance(words, pa.Array) else pa.array(words, pa.string())
+        slots, hashes = self.index.find(words)
         missing = np.flatnonzero(slots < 0)
         if len(missing):
-            if len(self.slot) + len(missing) > self.limit:
+            if len(self.index) + len(missing) > self.limit:
                 self._clear()
-                missing = np.arange(len(words))
-            first = self._words
-            self._add([words[i] for i in missing.tolist()])
-            slots[missing] = np.arange(first, self._words)
+                slots[:], missing = -1, np.arange(len(words))
+            new = words.take(pa.array(missing))
+            self._add(new.to_pylist())
+            slots[missing] = self.index.add(new, hashes[missing])
         return self.start[slots], self.length[slots]
 
     def pieces(self, words: list[str]) -> list[np.ndarray]:
@@ -317,7 +317,7 @@ class TokenStream(NamedTuple):
 
 def _token_stream(words_column, row_position: np.ndarray, tokenizer, slot_filling: bool) -> TokenStream:
     word_offsets = _offsets(words_column)
-    word_code, distinct_words = flat_codes(words_column)
+    word_code, distinct_words = flat_dictionary(words_column)
     cache = piece_cache(tokenizer)
     unique_start, unique_len = cache.lookup(distinct_words)
     piece_len = unique_len[word_code]
