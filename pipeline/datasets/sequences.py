@@ -767,19 +767,38 @@ class SequencesStep:
 
     def __call__(self, shard):
         from pipeline.audit.stats import AuditShard, TableShard
-        from pipeline.engine.dataset import read_shard
         from pipeline.engine.step import Counts, StepResult
 
         key = (self.tokenizer_dir, repr(self.backend))
         tokenizer = self._loaded.get(key)
         if tokenizer is None:
             tokenizer = self._loaded[key] = self._tokenizer()
-        segments = read_shard(shard, dictionary=True)
+        segments = _packing_rows(shard)
         table, counts = build_sequences(segments, tokenizer, **self.options)
         audited = None
         if self.audit is not None:
             audited = self.audit(TableShard(segments.select(AuditShard.COLUMNS), shard.index, shard.source))
         return StepResult(table, Counts(stats=counts), payload=audited)
+
+
+#: the segment columns that packing and the shard's audit read (``surface``, the largest, is not)
+PACKING_COLUMNS = ("corpus", "lang", "doc_id", "seg_id", "words", "labels", "case", "split")
+
+
+def _packing_rows(shard):
+    """The shard's rows, :data:`PACKING_COLUMNS` only, list columns as dictionaries; a file without
+    ``split`` gets a null one, and one without ``case`` is read whole, for the version check's
+    message (:func:`~pipeline.engine.dataset.read_shard`)."""
+    from pipeline.engine import reading
+    from pipeline.engine.dataset import read_rows, read_shard
+
+    present = set(reading.open_parquet(shard.path).schema_arrow.names)
+    if "case" not in present:
+        return read_shard(shard, dictionary=True)
+    table = read_rows(shard, [c for c in PACKING_COLUMNS if c in present or c != "split"], dictionary=True)
+    if "split" not in table.column_names:
+        table = table.append_column("split", pa.nulls(table.num_rows, pa.string()))
+    return table
 
 
 def train_on_counts(runner, shards, params, folder, name: str):
