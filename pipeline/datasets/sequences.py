@@ -671,8 +671,9 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     Map: each shard writes its distinct words with their counts, sorted by hash.  Reduce: the hash
     space is cut into ranges of about :data:`WORDS_PER_RANGE` distinct words (at least one per
     worker); each range's counts are summed over the shards and its top ``limit`` returned.  The
-    driver keeps a running top ``limit`` of what the ranges return: it holds at most twice
-    ``limit`` words, whatever the corpus."""
+    driver keeps a running top ``limit`` of what the ranges return, merged with the ranges' tops
+    once they hold ``limit`` words: it holds at most three times ``limit`` words, whatever the
+    corpus."""
     from pipeline.engine.dataset import each_step
 
     step = TrainWordCounts(folder, lowercase)
@@ -682,9 +683,16 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     bounds = [(i * 2**64 // n_ranges, (i + 1) * 2**64 // n_ranges) for i in range(n_ranges)]
     best, distinct = WORD_COUNTS.empty_table(), 0
     task = SumWordRange(folder, [s.index for s in shards], limit)
+    waiting: list[pa.Table] = []  # ranges' tops not yet merged: fewer than ``limit`` words in all
     for top, n in runner.each(task, bounds, label="sequences: tokenizer words summed"):
         distinct += n
-        best = top_words(pa.concat_tables([best, top]), limit)
+        if best.num_rows >= limit:  # full: a word counted fewer times than the last kept cannot enter
+            top = top.filter(pc.greater_equal(top["n"], best["n"][-1]))
+        waiting.append(top)
+        if sum(t.num_rows for t in waiting) >= limit:  # one sort for many ranges, not one each
+            best, waiting = top_words(pa.concat_tables([best, *waiting]), limit), []
+    if waiting:
+        best = top_words(pa.concat_tables([best, *waiting]), limit)
     return dict(zip(best["word"].to_pylist(), best["n"].to_pylist())), distinct
 
 
