@@ -399,13 +399,20 @@ def _pack(words: TokenStream, chunks: Chunks, cls, sep, label_code, case_code, s
     body_offsets = np.r_[0, np.cumsum(body)]
     out_offsets = np.r_[0, np.cumsum(body + has_cls + (sep is not None))]
     total = int(out_offsets[-1])
-    along = np.arange(n_body)
-    into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
     if n_body == n_stream and bool((prefix[chunks.start] == body_offsets[:-1]).all()):
-        token = slice(None)  # the chunks cover the stream in order (stride 0): every token once, in place
+        # the chunks cover the stream in order (stride 0): every token once, in place, at every
+        # output position but the specials (a mask: no position array to build and scatter by)
+        token = slice(None)
+        into = np.ones(total, bool)
+        if has_cls:
+            into[out_offsets[:-1]] = False
+        if sep is not None:
+            into[out_offsets[1:] - 1] = False
     else:
+        along = np.arange(n_body)
+        into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
         token = np.repeat(prefix[chunks.start] - body_offsets[:-1], body) + along  # position in the token stream
-    del along
+        del along
     ids = np.zeros(total, np.int32)
     ids[into] = words.tokens[token]
     if has_cls:
