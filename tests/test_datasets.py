@@ -512,7 +512,7 @@ def test_piece_cache_cleared_when_full_gives_the_same_pieces():
     for batch in (words[:3], words[3:9], words[:5], words[9:]):
         distinct = list(dict.fromkeys(batch))
         start, length = cache.lookup(distinct)
-        assert len(cache.slot) <= max(4, len(distinct))
+        assert len(cache.index) <= max(4, len(distinct))
         got = [cache.flat[s : s + n].tolist() for s, n in zip(start.tolist(), length.tolist())]
         assert got == [expected[words.index(w)] for w in distinct]
 

@@ -106,3 +106,29 @@ def test_the_caps_must_be_positive():
     for key in ("train_words", "train_occurrences"):
         with pytest.raises(P.ParamsError, match=key):
             P.validate(P.SequencesParams, {key: 0}, "params.yaml")
+
+
+def test_words_normalized_in_one_call_as_one_by_one():
+    """The normalizer runs once over a batch of words joined by spaces: each piece is its word
+    normalized alone, across marks that compose or reorder at a word's edge, lowercasing that
+    lengthens a word, and a word that holds a space (normalized on its own)."""
+    import pyarrow as pa
+
+    from pipeline.datasets.sequences import NormalizedWords, normalized_words, tokenizer_normalizer
+    from pipeline.engine.hashsets import string_array_hashes
+
+    words = [
+        "Cafe\u0301", "\u0301start", "a\u0323\u0307", "\u0915\u093c", "\u0bc6\u0bbe", "\u1100\u1161",
+        "\u1161", "\u0130stanbul", "\u03a3\u039f\u03a3", "", "x", "Ǆ", "ﬃ",
+    ]  # fmt: skip
+    for lowercase in (False, True):
+        normalize = tokenizer_normalizer(lowercase).normalize_str
+        expected = [normalize(w) for w in words]
+        assert normalized_words(pa.array(words), lowercase).to_pylist() == expected
+        assert normalized_words(pa.array(["a b", *words]), lowercase).to_pylist() == [normalize("a b"), *expected]
+        cache = NormalizedWords(lowercase, limit=5)
+        for batch in (words[:4], words[2:9], words, words[::-1]):
+            got, hashes = cache(pa.array(batch))
+            assert got.to_pylist() == [normalize(w) for w in batch]
+            assert hashes.tolist() == string_array_hashes(got).tolist()
+            assert len(cache.index) <= max(5, len(batch))

@@ -65,17 +65,64 @@ SEQUENCE_SCHEMA = pa.schema(
 )
 
 
-#: words a worker's caches of tokenized (:class:`PieceCache`) and normalized words each hold before
-#: they are cleared: at two million words each, the two held 0.5 GB a worker at 100 M words
+#: words a worker's cache of tokenized words (:class:`PieceCache`) holds before it is cleared: at two
+#: million words it held about 0.25 GB a worker at 100 M words
 WORD_CACHE_LIMIT = 200_000
+
+
+class WordSlots:
+    """Distinct words numbered 0, 1, ... in the order added, found again with array operations over a
+    batch of words: their hashes searched in a sorted array, each match checked against the word
+    itself (a hash two words share finds no slot, so the word is added again: never a wrong slot).
+    No Python string per word."""
+
+    def __init__(self):
+        from pipeline.engine.hashsets import string_array_hashes
+
+        self._hash = string_array_hashes
+        self.hashes = np.zeros(0, np.uint64)  # sorted
+        self.slots = np.zeros(0, np.int64)  # the slot of each of ``hashes``
+        self._chunks: list[pa.Array] = []
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def words(self) -> pa.Array:
+        """Every word added, by slot."""
+        if len(self._chunks) != 1:
+            self._chunks = [pa.concat_arrays(self._chunks) if self._chunks else pa.array([], pa.string())]
+        return self._chunks[0]
+
+    def find(self, words: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Each word's slot (-1: not added), and the words' hashes."""
+        hashes = self._hash(words)
+        if not len(self.hashes):
+            return np.full(len(words), -1, np.int64), hashes
+        at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+        slots = np.where(self.hashes[at] == hashes, self.slots[at], -1)
+        hit = np.flatnonzero(slots >= 0)
+        if len(hit):
+            same = pc.equal(words.take(pa.array(hit)), self.words().take(pa.array(slots[hit])))
+            slots[hit[~same.to_numpy(zero_copy_only=False)]] = -1
+        return slots, hashes
+
+    def add(self, words: pa.Array, hashes: np.ndarray) -> np.ndarray:
+        """The slots of ``words`` (with their ``hashes``), added."""
+        new = np.arange(len(self.slots), len(self.slots) + len(words))
+        order = np.argsort(hashes, kind="stable")
+        at = np.searchsorted(self.hashes, hashes[order])
+        self.hashes = np.insert(self.hashes, at, hashes[order])
+        self.slots = np.insert(self.slots, at, new[order])
+        self._chunks.append(words.cast(pa.string()) if words.type != pa.string() else words)
+        return new
 
 
 class PieceCache:
     """Subword ids of distinct words, tokenized once per process (bounded: cleared when full).
 
     A word's ids sit in one growing flat array (``flat``), found by the word's slot (``start``,
-    ``length``): a shard looks its distinct words up in one pass over a dict, with no array per
-    word to gather and concatenate."""
+    ``length``): a shard looks its distinct words up with array operations (:class:`WordSlots`),
+    with no array per word to gather and concatenate."""
 
     def __init__(self, tokenizer, limit: int = WORD_CACHE_LIMIT):
         self.tokenizer, self.limit = tokenizer, limit
@@ -92,7 +139,7 @@ class PieceCache:
         self._clear()
 
     def _clear(self) -> None:
-        self.slot: dict[str, int] = {}
+        self.index = WordSlots()
         self.start = np.zeros(1024, np.int64)
         self.length = np.zeros(1024, np.int64)
         self.flat = np.zeros(4096, np.int32)
@@ -115,21 +162,21 @@ class PieceCache:
         self.start[n : n + len(words)] = t + np.r_[0, np.cumsum(lengths)[:-1]]
         self.length[n : n + len(words)] = lengths
         self.flat[t : t + len(ids)] = ids
-        self.slot.update(zip(words, range(n, n + len(words))))
         self._words, self._tokens = n + len(words), t + len(ids)
 
-    def lookup(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(start, length) in ``flat`` of each of ``words`` (distinct), tokenizing those not seen yet;
-        valid until the next call."""
-        slots = np.fromiter(map(self.slot.get, words, itertools.repeat(-1)), np.int64, len(words))
+    def lookup(self, words) -> tuple[np.ndarray, np.ndarray]:
+        """(start, length) in ``flat`` of each of ``words`` (distinct; a list or an Arrow string array),
+        tokenizing those not seen yet; valid until the next call."""
+        words = words if isinstance(words, pa.Array) else pa.array(words, pa.string())
+        slots, hashes = self.index.find(words)
         missing = np.flatnonzero(slots < 0)
         if len(missing):
-            if len(self.slot) + len(missing) > self.limit:
+            if len(self.index) + len(missing) > self.limit:
                 self._clear()
-                missing = np.arange(len(words))
-            first = self._words
-            self._add([words[i] for i in missing.tolist()])
-            slots[missing] = np.arange(first, self._words)
+                slots[:], missing = -1, np.arange(len(words))
+            new = words.take(pa.array(missing))
+            self._add(new.to_pylist())
+            slots[missing] = self.index.add(new, hashes[missing])
         return self.start[slots], self.length[slots]
 
     def pieces(self, words: list[str]) -> list[np.ndarray]:
@@ -270,7 +317,7 @@ class TokenStream(NamedTuple):
 
 def _token_stream(words_column, row_position: np.ndarray, tokenizer, slot_filling: bool) -> TokenStream:
     word_offsets = _offsets(words_column)
-    word_code, distinct_words = flat_codes(words_column)
+    word_code, distinct_words = flat_dictionary(words_column)
     cache = piece_cache(tokenizer)
     unique_start, unique_len = cache.lookup(distinct_words)
     piece_len = unique_len[word_code]
@@ -352,13 +399,20 @@ def _pack(words: TokenStream, chunks: Chunks, cls, sep, label_code, case_code, s
     body_offsets = np.r_[0, np.cumsum(body)]
     out_offsets = np.r_[0, np.cumsum(body + has_cls + (sep is not None))]
     total = int(out_offsets[-1])
-    along = np.arange(n_body)
-    into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
     if n_body == n_stream and bool((prefix[chunks.start] == body_offsets[:-1]).all()):
-        token = slice(None)  # the chunks cover the stream in order (stride 0): every token once, in place
+        # the chunks cover the stream in order (stride 0): every token once, in place, at every
+        # output position but the specials (a mask: no position array to build and scatter by)
+        token = slice(None)
+        into = np.ones(total, bool)
+        if has_cls:
+            into[out_offsets[:-1]] = False
+        if sep is not None:
+            into[out_offsets[1:] - 1] = False
     else:
+        along = np.arange(n_body)
+        into = np.repeat(out_offsets[:-1] + int(has_cls) - body_offsets[:-1], body) + along  # position in the output
         token = np.repeat(prefix[chunks.start] - body_offsets[:-1], body) + along  # position in the token stream
-    del along
+        del along
     ids = np.zeros(total, np.int32)
     ids[into] = words.tokens[token]
     if has_cls:
@@ -486,7 +540,7 @@ class TrainWordCounts:
         self.folder, self.lowercase = str(folder), lowercase
 
     def __call__(self, shard):
-        from pipeline.engine import hashsets, location, writing
+        from pipeline.engine import location, writing
         from pipeline.engine.dataset import read_rows
         from pipeline.engine.step import StepResult
 
@@ -495,37 +549,81 @@ class TrainWordCounts:
         codes, values = flat_dictionary(table.filter(train)["words"])
         counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
         present = np.flatnonzero(counts)
-        words = pa.array(_normalized(values.take(pa.array(present)).to_pylist(), self.lowercase), pa.string())
-        summed = pa.table({"word": words, "n": pa.array(counts[present], pa.int64())})
-        summed = summed.group_by("word").aggregate([("n", "sum")])  # words that normalize alike
-        hashes = hashsets.string_array_hashes(summed["word"].combine_chunks())
+        normalize = _NORMALIZED.get(self.lowercase)
+        if normalize is None:
+            normalize = _NORMALIZED[self.lowercase] = NormalizedWords(self.lowercase)
+        words, word_hashes = normalize(values.take(pa.array(present)))
+        # words that normalize alike summed (exact: a shard's counts are far below 2**53)
+        encoded = pc.dictionary_encode(words)
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        summed = np.bincount(indices, weights=counts[present], minlength=len(encoded.dictionary))
+        words, n = encoded.dictionary, summed.astype(np.int64)
+        hashes = np.zeros(len(words), np.uint64)
+        hashes[indices] = word_hashes  # a word's hash, from any of its spellings
         order = np.argsort(hashes, kind="stable")
-        out = pa.table(
-            {"hash": pa.array(hashes[order]), "word": summed["word"].take(order), "n": summed["n_sum"].take(order)}
-        )
+        out = pa.table({"hash": pa.array(hashes[order]), "word": words.take(order), "n": pa.array(n[order])})
         location.make_folder(self.folder)
         writing.write_arrow_in_place(out, location.join(self.folder, f"{shard.index:05d}.arrow"))
         return StepResult(None, payload=out.num_rows)
 
 
-#: per process and ``lowercase``: words already normalized (most of a shard's words were in an
-#: earlier shard; the normalizer's call per word was two thirds of the counting step), bounded by
-#: :data:`WORD_CACHE_LIMIT`
-_NORMALIZED: dict[bool, dict[str, str]] = {}
+class NormalizedWords:
+    """Words normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`), with
+    the hashes of the results; each distinct word normalized once per process (most of a shard's
+    words were in an earlier shard), bounded by :data:`WORD_CACHE_LIMIT`."""
+
+    def __init__(self, lowercase: bool, limit: int = WORD_CACHE_LIMIT):
+        self.lowercase, self.limit = lowercase, limit
+        self._clear()
+
+    def _clear(self) -> None:
+        self.index = WordSlots()
+        self._normalized: list[pa.Array] = []
+        self._hashes = np.zeros(0, np.uint64)
+
+    def __call__(self, words: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        from pipeline.engine.hashsets import string_array_hashes
+
+        words = words.cast(pa.string()) if words.type != pa.string() else words
+        slots, hashes = self.index.find(words)
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            if len(self.index) + len(missing) > self.limit:
+                self._clear()
+                slots[:], missing = -1, np.arange(len(words))
+            new = words.take(pa.array(missing))
+            normalized = normalized_words(new, self.lowercase)
+            slots[missing] = self.index.add(new, hashes[missing])
+            self._normalized.append(normalized)
+            self._hashes = np.r_[self._hashes, string_array_hashes(normalized)]
+        if len(self._normalized) > 1:
+            self._normalized = [pa.concat_arrays(self._normalized)]
+        if not self._normalized:
+            return pa.array([], pa.string()), np.zeros(0, np.uint64)
+        return self._normalized[0].take(pa.array(slots)), self._hashes[slots]
 
 
-def _normalized(words: list[str], lowercase: bool) -> list[str]:
-    """``words`` normalized as the trained tokenizer normalizes them (:func:`tokenizer_normalizer`)."""
-    cache = _NORMALIZED.setdefault(lowercase, {})
-    if len(cache) > WORD_CACHE_LIMIT:
-        cache.clear()
-    normalize, get, out = tokenizer_normalizer(lowercase).normalize_str, cache.get, []
-    for word in words:
-        found = get(word)
-        if found is None:
-            found = cache[word] = normalize(word)
-        out.append(found)
-    return out
+#: per process and ``lowercase``: the words normalized so far
+_NORMALIZED: dict[bool, NormalizedWords] = {}
+
+
+def normalized_words(words: pa.Array, lowercase: bool) -> pa.Array:
+    """``words`` (an Arrow string array) normalized as the trained tokenizer normalizes them
+    (:func:`tokenizer_normalizer`), in one call of the normalizer: the words joined by spaces, the
+    result split at them.  Its normalizers act within a word: NFC composes and reorders nothing
+    across a space (a starter that composes with no character), lowercasing maps each character on
+    its own and makes no space; so the pieces are the words normalized one by one (tested).  Words
+    holding a space themselves would split apart: they are normalized one by one."""
+    words = words.cast(pa.string()) if words.type != pa.string() else words
+    if len(words) == 0:
+        return words
+    normalize = tokenizer_normalizer(lowercase).normalize_str
+    if not pc.any(pc.match_substring(words, " ")).as_py():
+        joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(words)], pa.int32()), words), " ")
+        pieces = pc.split_pattern(pa.array([normalize(joined[0].as_py())]), " ").flatten()
+        if len(pieces) == len(words):
+            return pieces
+    return pa.array([normalize(word) for word in words.to_pylist()], pa.string())
 
 
 class SumWordRange:
@@ -580,8 +678,9 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     Map: each shard writes its distinct words with their counts, sorted by hash.  Reduce: the hash
     space is cut into ranges of about :data:`WORDS_PER_RANGE` distinct words (at least one per
     worker); each range's counts are summed over the shards and its top ``limit`` returned.  The
-    driver keeps a running top ``limit`` of what the ranges return: it holds at most twice
-    ``limit`` words, whatever the corpus."""
+    driver keeps a running top ``limit`` of what the ranges return, merged with the ranges' tops
+    once they hold ``limit`` words: it holds at most three times ``limit`` words, whatever the
+    corpus."""
     from pipeline.engine.dataset import each_step
 
     step = TrainWordCounts(folder, lowercase)
@@ -591,9 +690,16 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     bounds = [(i * 2**64 // n_ranges, (i + 1) * 2**64 // n_ranges) for i in range(n_ranges)]
     best, distinct = WORD_COUNTS.empty_table(), 0
     task = SumWordRange(folder, [s.index for s in shards], limit)
+    waiting: list[pa.Table] = []  # ranges' tops not yet merged: fewer than ``limit`` words in all
     for top, n in runner.each(task, bounds, label="sequences: tokenizer words summed"):
         distinct += n
-        best = top_words(pa.concat_tables([best, top]), limit)
+        if best.num_rows >= limit:  # full: a word counted fewer times than the last kept cannot enter
+            top = top.filter(pc.greater_equal(top["n"], best["n"][-1]))
+        waiting.append(top)
+        if sum(t.num_rows for t in waiting) >= limit:  # one sort for many ranges, not one each
+            best, waiting = top_words(pa.concat_tables([best, *waiting]), limit), []
+    if waiting:
+        best = top_words(pa.concat_tables([best, *waiting]), limit)
     return dict(zip(best["word"].to_pylist(), best["n"].to_pylist())), distinct
 
 
@@ -676,19 +782,38 @@ class SequencesStep:
 
     def __call__(self, shard):
         from pipeline.audit.stats import AuditShard, TableShard
-        from pipeline.engine.dataset import read_shard
         from pipeline.engine.step import Counts, StepResult
 
         key = (self.tokenizer_dir, repr(self.backend))
         tokenizer = self._loaded.get(key)
         if tokenizer is None:
             tokenizer = self._loaded[key] = self._tokenizer()
-        segments = read_shard(shard, dictionary=True)
+        segments = _packing_rows(shard)
         table, counts = build_sequences(segments, tokenizer, **self.options)
         audited = None
         if self.audit is not None:
             audited = self.audit(TableShard(segments.select(AuditShard.COLUMNS), shard.index, shard.source))
         return StepResult(table, Counts(stats=counts), payload=audited)
+
+
+#: the segment columns that packing and the shard's audit read (``surface``, the largest, is not)
+PACKING_COLUMNS = ("corpus", "lang", "doc_id", "seg_id", "words", "labels", "case", "split")
+
+
+def _packing_rows(shard):
+    """The shard's rows, :data:`PACKING_COLUMNS` only, list columns as dictionaries; a file without
+    ``split`` gets a null one, and one without ``case`` is read whole, for the version check's
+    message (:func:`~pipeline.engine.dataset.read_shard`)."""
+    from pipeline.engine import reading
+    from pipeline.engine.dataset import read_rows, read_shard
+
+    present = set(reading.open_parquet(shard.path).schema_arrow.names)
+    if "case" not in present:
+        return read_shard(shard, dictionary=True)
+    table = read_rows(shard, [c for c in PACKING_COLUMNS if c in present or c != "split"], dictionary=True)
+    if "split" not in table.column_names:
+        table = table.append_column("split", pa.nulls(table.num_rows, pa.string()))
+    return table
 
 
 def train_on_counts(runner, shards, params, folder, name: str):
