@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import heapq
+import json
 import logging
 import os
 from collections import Counter
@@ -102,6 +103,7 @@ class _Docs:
     doc_ids: pa.Array
     corpora: pa.Array
     marks: np.ndarray | None  # per document, the bit mask of its marks (its stratum, see _MARK_STRATA)
+    counts: Counts | None = None  # what the filters dropped (saved with the keys)
 
     def key(self, d: int) -> tuple[float, str, str]:
         return float(self.hashes[d]), self.doc_ids[d].as_py(), self.corpora[d].as_py()
@@ -145,11 +147,15 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
                columns: list[str] | None = None, keys_folder=None) -> _Docs:  # fmt: skip
     """Read the shard (``columns``: only those; list columns as dictionaries), apply min_marks
     (segments) and min_sentences (documents) to the corpora being split, as a mask of the rows
-    kept (the table is filtered once, when written).  The documents' keys and strata come from
-    ``keys_folder`` when an earlier pass left them there (:func:`_save_keys`)."""
+    kept (the table is filtered once, when written).  The documents' keys and strata, and the
+    rows the filters kept, come from ``keys_folder`` when an earlier pass left them there
+    (:func:`_save_keys`): the labels are then not decoded again."""
     table = read_rows(shard, columns, dictionary=True)
     if columns is None:
         table = read_segments_table(table, shard)
+    saved = location.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
+    if saved is not None and location.exists(saved):
+        return _saved_documents(table, keys_folder, shard.index, counts)
     fixed = inputs[shard.source].fixed is not None
     row_doc = document_index(table)
     keep = None
@@ -178,12 +184,6 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
                 keep[keep] = kept_rows
             row_doc = (np.cumsum(keep_doc) - 1)[row_doc[kept_rows]]
             n_docs = int(keep_doc.sum())
-    saved = location.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
-    if saved is not None and location.exists(saved):
-        known = reading.open_arrow_file(saved).read_all()
-        marks = known["marks"].to_numpy() if "marks" in known.column_names else None
-        doc_ids, corpora = known["doc"].combine_chunks(), known["corpus"].combine_chunks()
-        return _Docs(table, keep, row_doc, known["hash"].to_numpy(), doc_ids, corpora, marks)
     rows = np.arange(table.num_rows) if keep is None else np.flatnonzero(keep)
     first_rows = pa.array(rows[np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]] if len(row_doc) else rows)
     doc_ids = table["doc_id"].take(first_rows).combine_chunks()
@@ -192,11 +192,30 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
     marks = None
     if params.stratify and not fixed:
         marks = _marks(table, codes, keep, row_doc, n_docs, label_set)
-    return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks)
+    return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks, counts)
+
+
+def _saved_documents(table: pa.Table, folder, index: int, counts: Counts) -> _Docs:
+    """:func:`_documents` from what the first pass saved: the keys, the strata, the rows kept and
+    the filters' counts (the same counts, under the same keys, as the filters give)."""
+    known = reading.open_arrow_file(location.join(folder, f"{index:05d}.arrow")).read_all()
+    metadata = known.schema.metadata or {}
+    for key, value in json.loads(metadata.get(b"counts", b"{}")).items():
+        counts.stats[key] += value
+    keep = None
+    if b"keep" in metadata:  # a copy: the assignment changes it
+        keep = np.array(reading.read_array(location.join(folder, f"{index:05d}.keep"), np.bool_))
+    row_doc = document_index(table)
+    if keep is not None:
+        row_doc = _renumbered(row_doc[keep])
+    marks = known["marks"].to_numpy() if "marks" in known.column_names else None
+    doc_ids, corpora = known["doc"].combine_chunks(), known["corpus"].combine_chunks()
+    return _Docs(table, keep, row_doc, known["hash"].to_numpy(), doc_ids, corpora, marks, counts)
 
 
 def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
-    """A shard's document keys (and strata), for the later passes of the same split."""
+    """A shard's document keys (and strata), the rows the filters kept and their counts, for the
+    later passes of the same split."""
     columns = {
         "hash": pa.array(docs.hashes, pa.float64()),
         "doc": docs.doc_ids.cast(pa.string()),
@@ -204,7 +223,15 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
         **({"marks": pa.array(docs.marks, pa.int8())} if docs.marks is not None else {}),
         **(extra or {}),
     }
-    writing.write_arrow_in_place(pa.table(columns), location.join(folder, f"{shard.index:05d}.arrow"))
+    metadata = {"counts": json.dumps(dict(docs.counts.stats) if docs.counts is not None else {})}
+    if docs.keep is not None:
+        metadata["keep"] = "1"
+        writing.write_bytes_in_place(
+            np.ascontiguousarray(docs.keep, np.bool_), location.join(folder, f"{shard.index:05d}.keep")
+        )
+    writing.write_arrow_in_place(
+        pa.table(columns).replace_schema_metadata(metadata), location.join(folder, f"{shard.index:05d}.arrow")
+    )
 
 
 _END_CODES = sorted(SENTENCE_END_IDS)
@@ -403,9 +430,9 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
 # ------------------------------------------------------------------------------- assignment
 
 
-def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> tuple[pa.Table, np.ndarray]:
+def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The shard's kept rows with their split (rows of documents beyond the counts removed) and,
-    per row, its split index: one filter of the table, none when every row is kept."""
+    per row, its split index and its document: one filter of the table, none when every row is kept."""
     fixed = inputs[shard.source].fixed
     if fixed is not None:
         split = np.full(len(docs.hashes), SPLIT_NAMES.index(fixed), dtype=np.int64)
@@ -416,14 +443,48 @@ def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> 
     per_row = split[docs.row_doc] if len(docs.row_doc) else np.zeros(0, np.int64)
     keep = np.ones(docs.table.num_rows, bool) if docs.keep is None else docs.keep.copy()
     keep[keep] = per_row >= 0
+    row_doc = docs.row_doc[per_row >= 0]
     per_row = per_row[per_row >= 0]
-    table = docs.table if keep.all() else docs.table.filter(pa.array(keep))
+    table = docs.table if keep.all() else filter_rows(docs.table, keep)
     column = pa.array(SPLIT_NAMES).take(pa.array(per_row))
     if "split" in table.column_names:
         table = with_column(table, "split", column)
     else:
         table = table.append_column("split", column)
-    return table, per_row
+    return table, per_row, row_doc
+
+
+def filter_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    """``table.filter(keep)``, its list columns of dictionaries filtered as arrays of codes (Arrow's
+    filter of a list column costs twice as much); the same arrays, the same dictionaries."""
+    lists = [
+        name
+        for name, column in zip(table.column_names, table.columns)
+        if pa.types.is_list(column.type) and pa.types.is_dictionary(column.type.value_type)
+    ]
+    if not lists or not table.num_rows:
+        return table.filter(pa.array(keep))
+    lengths = _list_lengths(table[lists[0]])
+    if any(not np.array_equal(_list_lengths(table[name]), lengths) for name in lists[1:]):
+        return table.filter(pa.array(keep))  # lists of other lengths (not one item per word)
+    items = np.repeat(keep, lengths)
+    offsets = pa.array(np.r_[0, np.cumsum(lengths[keep])].astype(np.int32))
+    filtered = table.drop_columns(lists).filter(pa.array(keep))
+    columns = {}
+    for name in lists:
+        column = table[name].combine_chunks()
+        flat = pc.list_flatten(column)
+        codes = flat.indices.fill_null(0).to_numpy(zero_copy_only=False)[items]
+        missing = ~flat.is_valid().to_numpy(zero_copy_only=False)[items] if flat.null_count else None
+        values = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=missing), flat.dictionary)
+        columns[name] = pa.ListArray.from_arrays(offsets, values, type=column.type)
+    out = [columns[name] if name in columns else filtered[name] for name in table.column_names]
+    return pa.Table.from_arrays(out, schema=table.schema)
+
+
+def _list_lengths(column) -> np.ndarray:
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return np.diff(column.offsets.to_numpy(zero_copy_only=False))
 
 
 def _groups(marks: np.ndarray) -> dict[str, np.ndarray]:
@@ -456,7 +517,7 @@ class _HashSegments:
     def __call__(self, shard) -> StepResult:
         counts = Counts()
         docs = _documents(shard, self.inputs, self.params, counts, [*_KEY_COLUMNS, "words"], self.keys_folder)
-        table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
+        table, codes, _ = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
         return StepResult(None, payload=written)
 
@@ -474,7 +535,7 @@ class _WriteSplit:
     def __call__(self, shard) -> StepResult:
         counts = Counts()
         docs = _documents(shard, self.inputs, self.params, counts, keys_folder=self.keys_folder)
-        table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
+        table, codes, row_doc = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = 0
         if self.folder is not None:  # the duplicates are found in this same pass
             written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
@@ -485,8 +546,8 @@ class _WriteSplit:
             duplicate = (drop[position] == hashes) & (codes == SPLIT_NAMES.index("train"))
             counts.stats["train_duplicates_dropped"] += int(duplicate.sum())
             table = table.filter(pa.array(~duplicate))
-            codes = codes[~duplicate]
-        _count_splits(table, codes, counts)
+            codes, row_doc = codes[~duplicate], row_doc[~duplicate]
+        _count_splits(table, codes, row_doc, counts)
         return StepResult(table, counts, payload=written)
 
 
@@ -494,16 +555,20 @@ class _WriteSplit:
 _PER_SPLIT = "split."
 
 
-def _count_splits(table: pa.Table, codes: np.ndarray, counts: Counts) -> None:
-    """Documents, segments and words of each split in the written rows (a document's rows are all in
-    one shard, so documents add up across shards)."""
-    docs = document_index(table)
+def _count_splits(table: pa.Table, codes: np.ndarray, row_doc: np.ndarray, counts: Counts) -> None:
+    """Documents, segments and words of each split in the written rows (``row_doc``: each row's
+    document; a document's rows are all in one shard and one split, so documents add up across
+    shards and are counted by their first rows)."""
+    n = len(SPLIT_NAMES)
     words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else codes
+    first = np.r_[True, row_doc[1:] != row_doc[:-1]] if len(row_doc) else np.zeros(0, bool)
+    documents = np.bincount(codes[first], minlength=n)
+    segments = np.bincount(codes, minlength=n)
+    word_sums = np.bincount(codes, weights=words, minlength=n).astype(np.int64)  # exact below 2**53
     for code, name in enumerate(SPLIT_NAMES):
-        rows = codes == code
-        counts.stats[f"{_PER_SPLIT}{name}.documents"] += len(np.unique(docs[rows]))
-        counts.stats[f"{_PER_SPLIT}{name}.segments"] += int(rows.sum())
-        counts.stats[f"{_PER_SPLIT}{name}.words"] += int(words[rows].sum())
+        counts.stats[f"{_PER_SPLIT}{name}.documents"] += int(documents[code])
+        counts.stats[f"{_PER_SPLIT}{name}.segments"] += int(segments[code])
+        counts.stats[f"{_PER_SPLIT}{name}.words"] += int(word_sums[code])
 
 
 def per_split(stats: dict) -> dict[str, dict[str, int]]:
