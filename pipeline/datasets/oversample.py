@@ -269,7 +269,7 @@ class _Copies:
             batch = part.cast(COPY_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per receiver
             bounds = np.r_[0, np.cumsum(sent)]
             location.make_folder(self.folder)
-            with writing.open_output(location.join(self.folder, f"{shard.index:05d}.bin")) as sink:
+            with writing.open_output(_sender_file(self.folder, shard.index)) as sink:
                 for n, (a, b) in enumerate(itertools.pairwise(bounds)):
                     message = batch.slice(a, b - a).serialize()
                     sink.write(message)
@@ -331,7 +331,7 @@ class _Write:
             first, last = np.searchsorted(index["target"].to_numpy(), [shard.index, shard.index + 1])
             rows = index.slice(first, last - first)
             for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-                message = _read_message(location.join(self.folder, f"{source:05d}.bin"), offset, length)
+                message = _read_message(_sender_file(self.folder, source), offset, length)
                 batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
         if not batches:
             return None
@@ -395,6 +395,13 @@ class _Write:
             return
         writing.write_bytes_in_place(self._empty[key], path)
         writing.make_readable(path)
+
+
+def _sender_file(folder: str, source: int) -> str:
+    """The file of sending shard ``source`` in the copies folder, spelled as a string (a receiver
+    names one per message: a path object's parsing cost more than the read)."""
+    name = f"{source:05d}.bin"
+    return f"{folder.rstrip('/')}/{name}" if location.is_url(folder) else os.path.join(folder, name)
 
 
 def _read_message(path, offset: int, length: int) -> bytes:
