@@ -16,6 +16,7 @@ counted with its reason in the report.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import heapq
@@ -203,8 +204,9 @@ def _saved_documents(table: pa.Table, folder, index: int, counts: Counts) -> _Do
     for key, value in json.loads(metadata.get(b"counts", b"{}")).items():
         counts.stats[key] += value
     keep = None
-    if b"keep" in metadata:  # a copy: the assignment changes it
-        keep = np.array(reading.read_array(location.join(folder, f"{index:05d}.keep"), np.bool_))
+    if b"keep" in metadata:  # bits, as the first pass packed them
+        bits = np.frombuffer(base64.b64decode(metadata[b"keep"]), np.uint8)
+        keep = np.unpackbits(bits, count=table.num_rows).astype(bool)
     row_doc = document_index(table)
     if keep is not None:
         row_doc = _renumbered(row_doc[keep])
@@ -224,11 +226,8 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
         **(extra or {}),
     }
     metadata = {"counts": json.dumps(dict(docs.counts.stats) if docs.counts is not None else {})}
-    if docs.keep is not None:
-        metadata["keep"] = "1"
-        writing.write_bytes_in_place(
-            np.ascontiguousarray(docs.keep, np.bool_), location.join(folder, f"{shard.index:05d}.keep")
-        )
+    if docs.keep is not None:  # in the same file (a file more per shard cost more than the bits)
+        metadata["keep"] = base64.b64encode(np.packbits(docs.keep).tobytes())
     writing.write_arrow_in_place(
         pa.table(columns).replace_schema_metadata(metadata), location.join(folder, f"{shard.index:05d}.arrow")
     )
