@@ -77,12 +77,13 @@ def _train(table: pa.Table) -> np.ndarray:
     return pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
 
 
-def _question_rows(table: pa.Table, label_set: LabelSet) -> np.ndarray:
+def _question_rows(table: pa.Table, label_set: LabelSet, is_question_label: np.ndarray | None = None) -> np.ndarray:
     """Rows whose last label is a QUESTION (a question sentence; in another label set, a label that
-    merges to QUESTION)."""
+    merges to QUESTION); ``is_question_label``: per label whether it is one, if the caller has it."""
     labels = table["labels"].combine_chunks()
     offsets = pc.subtract(labels.offsets, labels.offsets[0]).to_numpy(zero_copy_only=False)
-    is_question_label = papers_codes(labels, label_set) == QUESTION
+    if is_question_label is None:
+        is_question_label = papers_codes(labels, label_set) == QUESTION
     nonempty = offsets[1:] > offsets[:-1]
     out = np.zeros(table.num_rows, dtype=bool)
     out[nonempty] = is_question_label[offsets[1:][nonempty] - 1]
@@ -135,7 +136,7 @@ class _Tally:
         per_row = np.where(lengths > 0, per_row, 0)
         words = int(lengths[train].sum())
         questions = int(per_row[train].sum())
-        is_question = _question_rows(table, self.label_set) & train
+        is_question = _question_rows(table, self.label_set, question) & train
         q_words = int(lengths[is_question].sum())
         q_labels = int(per_row[is_question].sum())
         docs = _documents(table, train)
@@ -562,19 +563,22 @@ class _ListGather:
             self._positions(lengths)
         flat = pc.list_flatten(column)
         dictionary = flat.dictionary
-        encoded = pc.dictionary_encode(pc.list_flatten(copies))
-        known = pc.index_in(encoded.dictionary, value_set=dictionary)
-        new = ~known.is_valid().to_numpy(zero_copy_only=False)
-        mapping = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32)
-        mapping[new] = len(dictionary) + np.arange(int(new.sum()), dtype=np.int32)
-        if new.any():
-            dictionary = pa.concat_arrays([dictionary, encoded.dictionary.filter(pa.array(new))])
-        copy_codes = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        copy_codes = mapping[copy_codes] if len(mapping) else np.zeros(len(copy_codes), np.int32)  # all null
+        copied = pc.list_flatten(copies)
+        # the copies' values looked up in the dictionary; those missing from it appended in the
+        # order of their first appearance
+        known = pc.index_in(copied, value_set=dictionary)
+        missing = ~known.is_valid().to_numpy(zero_copy_only=False)
+        copy_codes = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32)
+        if copied.null_count:
+            missing &= copied.is_valid().to_numpy(zero_copy_only=False)
+        if missing.any():
+            new = pc.dictionary_encode(copied.filter(pa.array(missing)))
+            copy_codes[missing] = len(dictionary) + new.indices.to_numpy(zero_copy_only=False)
+            dictionary = pa.concat_arrays([dictionary, new.dictionary])
         codes = np.concatenate([flat.indices.fill_null(0).to_numpy(zero_copy_only=False), copy_codes])
         mask = None
-        if flat.null_count or encoded.null_count:
-            valid = [flat.is_valid().to_numpy(zero_copy_only=False), encoded.is_valid().to_numpy(zero_copy_only=False)]
+        if flat.null_count or copied.null_count:
+            valid = [flat.is_valid().to_numpy(zero_copy_only=False), copied.is_valid().to_numpy(zero_copy_only=False)]
             mask = ~np.concatenate(valid)[self.items]
         values = pa.DictionaryArray.from_arrays(pa.array(codes[self.items], pa.int32(), mask=mask), dictionary)
         return pa.ListArray.from_arrays(pa.array(self.offsets.astype(np.int32)), values, type=column.type)
