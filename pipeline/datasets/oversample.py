@@ -499,7 +499,7 @@ def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
     items = np.r_[np.flatnonzero(receiving[row_doc]), n + np.arange(k)]  # rows and copies of receiving documents
     item_doc = np.r_[row_doc, dest][items]
     item_rank = rank[items]
-    item_rank[-k:] = -1 if k else item_rank[-k:]  # a copy not placed yet: shifted by none
+    item_rank[len(items) - k :] = -1  # a copy not placed yet: shifted by none
     sizes = np.diff(np.r_[first_rows, n])
     position = incoming["position"].to_numpy()
     at = np.full(len(first_rows), np.iinfo(np.int64).max)
