@@ -444,46 +444,13 @@ def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> 
     keep[keep] = per_row >= 0
     row_doc = docs.row_doc[per_row >= 0]
     per_row = per_row[per_row >= 0]
-    table = docs.table if keep.all() else filter_rows(docs.table, keep)
+    table = docs.table if keep.all() else docs.table.filter(pa.array(keep))
     column = pa.array(SPLIT_NAMES).take(pa.array(per_row))
     if "split" in table.column_names:
         table = with_column(table, "split", column)
     else:
         table = table.append_column("split", column)
     return table, per_row, row_doc
-
-
-def filter_rows(table: pa.Table, keep: np.ndarray) -> pa.Table:
-    """``table.filter(keep)``, its list columns of dictionaries filtered as arrays of codes (Arrow's
-    filter of a list column costs twice as much); the same arrays, the same dictionaries."""
-    lists = [
-        name
-        for name, column in zip(table.column_names, table.columns)
-        if pa.types.is_list(column.type) and pa.types.is_dictionary(column.type.value_type)
-    ]
-    if not lists or not table.num_rows:
-        return table.filter(pa.array(keep))
-    lengths = _list_lengths(table[lists[0]])
-    if any(not np.array_equal(_list_lengths(table[name]), lengths) for name in lists[1:]):
-        return table.filter(pa.array(keep))  # lists of other lengths (not one item per word)
-    items = np.repeat(keep, lengths)
-    offsets = pa.array(np.r_[0, np.cumsum(lengths[keep])].astype(np.int32))
-    filtered = table.drop_columns(lists).filter(pa.array(keep))
-    columns = {}
-    for name in lists:
-        column = table[name].combine_chunks()
-        flat = pc.list_flatten(column)
-        codes = flat.indices.fill_null(0).to_numpy(zero_copy_only=False)[items]
-        missing = ~flat.is_valid().to_numpy(zero_copy_only=False)[items] if flat.null_count else None
-        values = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=missing), flat.dictionary)
-        columns[name] = pa.ListArray.from_arrays(offsets, values, type=column.type)
-    out = [columns[name] if name in columns else filtered[name] for name in table.column_names]
-    return pa.Table.from_arrays(out, schema=table.schema)
-
-
-def _list_lengths(column) -> np.ndarray:
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return np.diff(column.offsets.to_numpy(zero_copy_only=False))
 
 
 def _groups(marks: np.ndarray) -> dict[str, np.ndarray]:
