@@ -5,7 +5,8 @@ documents of the same language until QUESTION reaches ``question_share`` of trai
 dev and test are never touched.  Every draw is seeded by the segment, not by the order of a
 loop, so the result does not depend on how the dataset is sharded or run:
 
-* the number of copies K comes from whole-dataset counts (one streaming pass);
+* the number of copies K comes from whole-dataset counts (one streaming pass, which also keeps
+  train's question sentences in the scratch folder: the copies pass reads no part of the dataset);
 * the K copies are spread over the M question sentences systematically (each gets floor or
   ceil of K/M, which ones by a seeded offset), not drawn with replacement;
 * copy j of question sentence i goes to a train document of its language (not its own) and
