@@ -367,10 +367,14 @@ def _insert_reference(table: pa.Table, incoming: pa.Table) -> pa.Table:
     return pa.Table.from_pylist([row for items in docs for row in items], schema=table.schema)
 
 
-def test_question_copies_are_inserted_by_the_documented_rule(news, tmp_path):
+@pytest.mark.parametrize("encoded", [False, True], ids=["strings", "dictionaries"])
+def test_question_copies_are_inserted_by_the_documented_rule(news, tmp_path, encoded):
     """The vectorized insertion of question copies equals the rule applied one copy at a time, with
-    several copies into one document, several languages and copies at both ends of a document."""
+    several copies into one document, several languages and copies at both ends of a document; a
+    shard read as dictionaries (as the stage reads it) keeps its dictionaries, the copies' new
+    values appended as Arrow's unification of the two dictionaries appends them."""
     from pipeline.datasets.oversample import COPY_SCHEMA, _insert
+    from pipeline.schema import ENCODED_STRINGS, SEGMENT_SCHEMA, as_dictionaries
 
     table, _ = _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
     table = table.slice(0, 600)
@@ -396,8 +400,14 @@ def test_question_copies_are_inserted_by_the_documented_rule(news, tmp_path):
             "order_i": k, "order_j": 0, "position": [0.0, 0.999999, float(rng.random())][k % 3],
         })  # fmt: skip
     incoming = pa.Table.from_pylist(copies, schema=COPY_SCHEMA)
-    got = _insert(table, incoming)
+    got = _insert(as_dictionaries(table) if encoded else table, incoming)
     assert got.num_rows == table.num_rows + incoming.num_rows
+    if encoded:
+        for name in ("words", "labels", "case", "surface"):
+            shard = as_dictionaries(table)[name].combine_chunks()
+            unified = pa.concat_arrays([shard, incoming[name].combine_chunks().cast(ENCODED_STRINGS)])
+            assert got[name].combine_chunks().values.dictionary.equals(unified.values.dictionary)
+        got = got.cast(SEGMENT_SCHEMA)
     assert got.equals(_insert_reference(table, incoming))
 
 

@@ -5,7 +5,8 @@ documents of the same language until QUESTION reaches ``question_share`` of trai
 dev and test are never touched.  Every draw is seeded by the segment, not by the order of a
 loop, so the result does not depend on how the dataset is sharded or run:
 
-* the number of copies K comes from whole-dataset counts (one streaming pass);
+* the number of copies K comes from whole-dataset counts (one streaming pass, which also keeps
+  train's question sentences in the scratch folder: the copies pass reads no part of the dataset);
 * the K copies are spread over the M question sentences systematically (each gets floor or
   ceil of K/M, which ones by a seeded offset), not drawn with replacement;
 * copy j of question sentence i goes to a train document of its language (not its own) and
@@ -31,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.datasets.split import per_row_sum
 from pipeline.engine import location, reading, writing
 from pipeline.engine.dataset import (
     RowShard,
@@ -51,7 +51,7 @@ from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError
 from pipeline.labels import QUESTION, LabelSet, file_metadata
 from pipeline.params import EngineParams, OversampleParams
-from pipeline.schema import SCHEMA_NAME, concat, flat_codes, papers_codes, with_column
+from pipeline.schema import SCHEMA_NAME, concat, flat_codes, papers_codes
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,13 @@ def _train(table: pa.Table) -> np.ndarray:
     return pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
 
 
-def _question_rows(table: pa.Table, label_set: LabelSet) -> np.ndarray:
+def _question_rows(table: pa.Table, label_set: LabelSet, is_question_label: np.ndarray | None = None) -> np.ndarray:
     """Rows whose last label is a QUESTION (a question sentence; in another label set, a label that
-    merges to QUESTION)."""
+    merges to QUESTION); ``is_question_label``: per label whether it is one, if the caller has it."""
     labels = table["labels"].combine_chunks()
     offsets = pc.subtract(labels.offsets, labels.offsets[0]).to_numpy(zero_copy_only=False)
-    is_question_label = papers_codes(labels, label_set) == QUESTION
+    if is_question_label is None:
+        is_question_label = papers_codes(labels, label_set) == QUESTION
     nonempty = offsets[1:] > offsets[:-1]
     out = np.zeros(table.num_rows, dtype=bool)
     out[nonempty] = is_question_label[offsets[1:][nonempty] - 1]
@@ -115,13 +116,19 @@ def _documents(table: pa.Table, train: np.ndarray) -> _Documents:
 
 
 class _Tally:
-    """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train rows."""
+    """Pass 1: train words, QUESTION labels, question sentences, train documents per language, train
+    rows; with ``folder``, the train question sentences themselves, kept for the copies pass
+    (:func:`_save_questions`), which then reads no part of the dataset."""
 
-    def __init__(self, label_set: LabelSet):
+    def __init__(self, label_set: LabelSet, folder=None):
         self.label_set = label_set
+        self.folder = None if folder is None else str(folder)
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_rows(shard, ["corpus", "lang", "doc_id", "labels", "split"], dictionary=True)
+        if self.folder is None:
+            table = read_rows(shard, ["corpus", "lang", "doc_id", "labels", "split"], dictionary=True)
+        else:
+            table = read_shard(shard, dictionary=True)
         train = _train(table)
         codes = papers_codes(table["labels"], self.label_set)
         lengths = pc.list_value_length(table["labels"]).to_numpy(zero_copy_only=False)
@@ -130,20 +137,38 @@ class _Tally:
         per_row = np.where(lengths > 0, per_row, 0)
         words = int(lengths[train].sum())
         questions = int(per_row[train].sum())
-        is_question = _question_rows(table, self.label_set) & train
+        is_question = _question_rows(table, self.label_set, question) & train
         q_words = int(lengths[is_question].sum())
         q_labels = int(per_row[is_question].sum())
-        docs = _documents(table, train).train_per_lang
+        docs = _documents(table, train)
+        if self.folder is not None and is_question.any():
+            _save_questions(self.folder, shard.index, table, docs, np.flatnonzero(is_question))
         payload = {
             "words": words,
             "questions": questions,
             "question_rows": int(is_question.sum()),
             "question_words": q_words,
             "question_labels": q_labels,
-            "docs": docs,
+            "docs": docs.train_per_lang,
             "train_rows": int(train.sum()),
         }
         return StepResult(None, payload=payload)
+
+
+def _save_questions(folder: str, index: int, table: pa.Table, docs: _Documents, rows: np.ndarray) -> None:
+    """A shard's train question sentences (``rows``), their own columns as plain strings, with their
+    document's language and its number among the shard's train documents of that language."""
+    doc = docs.row_doc[rows]
+    local = np.full(len(docs.first_rows), -1, np.int64)
+    for code in range(len(docs.names)):
+        members = np.flatnonzero(docs.train & (docs.lang == code))
+        local[members] = np.arange(len(members))
+    part = table.select(["lang", "words", "labels", "case", "surface"]).take(pa.array(rows))
+    part = part.cast(pa.schema([COPY_SCHEMA.field(name) for name in part.column_names]))
+    part = part.append_column("doc_lang", pa.array(docs.names, pa.string()).take(pa.array(docs.lang[doc])))
+    part = part.append_column("doc_local", pa.array(local[doc], pa.int64()))
+    location.make_folder(folder)
+    writing.write_arrow_in_place(part.combine_chunks(), location.join(folder, f"{index:05d}.arrow"))
 
 
 def _save_before(plan, name: str, counts: np.ndarray) -> None:
@@ -176,39 +201,38 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(
-        self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, label_set: LabelSet
-    ):
-        # plan: the folder of the per-shard numbers (:func:`_save_before`)
-        self.label_set = label_set
+    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions):
+        # plan: the folder of the per-shard numbers (:func:`_save_before`); questions: the folder of
+        # the question sentences the counts pass kept (:func:`_save_questions`)
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
         self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
+        self.questions = str(questions)
 
     def __call__(self, shard: RowShard) -> StepResult:
-        table = read_shard(shard, dictionary=True)
-        train = _train(table)
-        docs = _documents(table, train)
-        row_doc, doc_lang, names = docs.row_doc, docs.lang, docs.names
-        rows = np.flatnonzero(_question_rows(table, self.label_set) & train)
+        # the shard's train question sentences, as the counts pass kept them
+        path = location.join(self.questions, f"{shard.index:05d}.arrow")
+        if not location.exists(path):
+            return StepResult(None, payload=(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64)))
+        questions = reading.open_arrow_file(path).read_all()
+        doc_langs = pc.dictionary_encode(questions["doc_lang"].combine_chunks())
+        names = doc_langs.dictionary.to_pylist()
+        question_lang = doc_langs.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         # train documents of each language (column) in the shards before each shard (row)
         docs_before = _before(self.plan, "docs_before.bin").reshape(-1, len(self.langs))
-        # the train-document number (per language, over the whole dataset) of each document here
-        doc_number = np.full(len(docs.first_rows), -1, np.int64)
-        for code, name in enumerate(names):
-            members = np.flatnonzero(docs.train & (doc_lang == code))
-            before = int(docs_before[shard.index, self.langs.index(name)]) if name in self.langs else 0
-            doc_number[members] = before + np.arange(len(members))
+        # the train-document number (per language, over the whole dataset) of each sentence's document
+        before = np.array([docs_before[shard.index, self.langs.index(name)] for name in names], np.int64)
+        number = before[question_lang] + questions["doc_local"].to_numpy()
         # the copies of each question sentence: i its number over the dataset, j the copy's
-        i = int(_before(self.plan, "questions_before.bin")[shard.index]) + np.arange(len(rows))
+        i = int(_before(self.plan, "questions_before.bin")[shard.index]) + np.arange(questions.num_rows)
         n_copies = np.floor((i + 1) * self.k / self.m + self.offset) - np.floor(i * self.k / self.m + self.offset)
         n_copies = n_copies.astype(np.int64)
-        row = np.repeat(rows, n_copies)
+        row = np.repeat(np.arange(questions.num_rows), n_copies)
         i = np.repeat(i, n_copies)
         j = np.arange(len(i)) - np.repeat(np.cumsum(n_copies) - n_copies, n_copies)
-        lang_code = doc_lang[row_doc[row]]
+        lang_code = question_lang[row]
         lang = np.array(names, dtype=object)[lang_code] if len(names) else np.zeros(0, object)
         n_docs = np.array([self.docs_total.get(g, 0) for g in names], np.int64)[lang_code]
-        own = doc_number[row_doc[row]]
+        own = number[row]
         # a document of the same language, not its own: uniform over the others
         others = np.maximum(n_docs - 1, 1)
         target = np.minimum((uniform(self.seed, i, j, 0) * others).astype(np.int64), others - 1)
@@ -221,11 +245,12 @@ class _Copies:
             starts = np.ascontiguousarray(docs_before[:, self.langs.index(names[code])])
             where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
             local_doc[mask] = target[mask] - starts[where[mask]]
+        table = questions.select(["lang", "words", "labels", "case", "surface"])
         # one file per source shard, its copies in target-shard order: pass 3 reads, of each
         # source that sent it copies, one slice (files per (source, target) pair grew as the
         # square of the shards: 1.2 M small files at 100 M words in 5,000-row shards)
         order = np.lexsort((j, i, where))
-        part = table.take(pa.array(row[order])).drop_columns(["corpus", "doc_id", "seg_id", "split"])
+        part = table.take(pa.array(row[order]))
         extra = {
             "target_lang": pa.array(lang[order].tolist(), pa.string()),
             "target_doc": pa.array(local_doc[order], pa.int64()),
@@ -246,7 +271,7 @@ class _Copies:
             batch = part.cast(COPY_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per receiver
             bounds = np.r_[0, np.cumsum(sent)]
             location.make_folder(self.folder)
-            with writing.open_output(location.join(self.folder, f"{shard.index:05d}.bin")) as sink:
+            with writing.open_output(_sender_file(self.folder, shard.index)) as sink:
                 for n, (a, b) in enumerate(itertools.pairwise(bounds)):
                     message = batch.slice(a, b - a).serialize()
                     sink.write(message)
@@ -308,7 +333,7 @@ class _Write:
             first, last = np.searchsorted(index["target"].to_numpy(), [shard.index, shard.index + 1])
             rows = index.slice(first, last - first)
             for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-                message = reading.read_range(location.join(self.folder, f"{source:05d}.bin"), offset, offset + length)
+                message = _read_message(_sender_file(self.folder, source), offset, length)
                 batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
         if not batches:
             return None
@@ -321,13 +346,15 @@ class _Write:
         if incoming is not None and incoming.num_rows:
             table = _insert(table, incoming)
             counts.stats["inserted"] += incoming.num_rows
-        # counted over the whole table, train rows masked: filtering them out copied four string columns
-        in_train = _train(table)
-        words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False)
-        questions = per_row_sum(table["labels"], papers_codes(table["labels"], self.label_set) == QUESTION)
-        counts.stats["train_words"] += int(words[in_train].sum())
-        counts.stats["train_questions"] += int(questions[in_train].sum())
-        train = table.filter(pa.array(in_train)) if self.augment is not None else None
+        # train's words and QUESTION labels after: the counts pass counted the shard's own, the
+        # copies (all in train documents) add theirs
+        counts.stats["train_words"] += 0
+        counts.stats["train_questions"] += 0
+        if incoming is not None and incoming.num_rows:
+            counts.stats["train_words"] += int(pc.sum(pc.list_value_length(incoming["words"])).as_py() or 0)
+            question = papers_codes(incoming["labels"], self.label_set) == QUESTION
+            counts.stats["train_questions"] += int(question.sum())
+        train = table.filter(pa.array(_train(table))) if self.augment is not None else None
         if self.augment is not None:  # augmentation draws by a segment's index among train's
             first = int(_before(self.plan, "train_before.bin")[shard.index])
         # copy c of shard i is part c * shards + i: read in order, the parts give copy 0 of all of
@@ -346,13 +373,52 @@ class _Write:
                     indices=range(first, first + train.num_rows),
                     label_set=self.label_set,
                 )
-            else:
-                part = concat([])
+            else:  # no augmentation: an empty part, the same bytes for every shard
+                counts.stats["augmented_rows"] += 0
+                counts.stats["augmented_words"] += 0
+                name = location.join(self.augmented_folder, f"part-{copy * self.n_shards + shard.index:05d}.parquet")
+                self._write_empty(name)
+                continue
             counts.stats["augmented_rows"] += part.num_rows
             counts.stats["augmented_words"] += int(pc.sum(pc.list_value_length(part["words"])).as_py() or 0)
             name = f"part-{copy * self.n_shards + shard.index:05d}.parquet"
             writing.write_parquet(part, location.join(self.augmented_folder, name), file_metadata(self.label_set))
         return StepResult(table, counts)
+
+    _empty: dict = {}
+
+    def _write_empty(self, path) -> None:
+        """An empty part, written once per process and label set, its bytes copied after."""
+        metadata = file_metadata(self.label_set)
+        key = tuple(sorted(metadata.items()))
+        if key not in self._empty:
+            writing.write_parquet(concat([]), path, metadata)
+            self._empty[key] = reading.read_bytes(path)
+            return
+        writing.write_bytes_in_place(self._empty[key], path)
+        writing.make_readable(path)
+
+
+def _sender_file(folder: str, source: int) -> str:
+    """The file of sending shard ``source`` in the copies folder, spelled as a string (a receiver
+    names one per message: a path object's parsing cost more than the read)."""
+    name = f"{source:05d}.bin"
+    return f"{folder.rstrip('/')}/{name}" if location.is_url(folder) else os.path.join(folder, name)
+
+
+def _read_message(path, offset: int, length: int) -> bytes:
+    """Bytes [offset, offset + length) of a sender's file: one positioned read where it is local
+    (a receiver reads one message from each of its senders)."""
+    if location.is_url(path):
+        return reading.read_range(path, offset, offset + length)
+    try:
+        handle = os.open(path, os.O_RDONLY)
+        try:
+            return os.pread(handle, length, offset)
+        finally:
+            os.close(handle)
+    except OSError:
+        return reading.read_range(path, offset, offset + length)  # its one-line refusal
 
 
 class _SenderIndex:
@@ -404,13 +470,16 @@ class _SenderIndex:
 
 
 def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
-    """Rows of ``table`` with ``incoming`` copies placed inside their target train documents (copy
-    k after a segment drawn by its position); only the documents that receive copies are walked."""
+    """Rows of ``table`` with ``incoming`` copies placed inside their target train documents: in
+    (i, j) order, each copy goes after a segment of its document drawn by its position, among the
+    rows and copies the document holds by then.  Computed in rounds (round t places every
+    document's t-th copy), over arrays; the list columns are gathered as codes into the table's
+    own dictionaries, the copies' new values appended to them (as Arrow's dictionary unification
+    of the two would), so no column is decoded."""
     train = _train(table)
     docs = _documents(table, train)
     row_doc, first_rows = docs.row_doc, docs.first_rows
     n, k = table.num_rows, incoming.num_rows
-    ends = np.r_[first_rows[1:], n]
     # each copy's document here: the target_doc-th train document of its language in this shard
     train_docs = np.flatnonzero(docs.train)
     target_lang = pc.dictionary_encode(incoming["target_lang"].combine_chunks())
@@ -420,33 +489,104 @@ def _insert(table: pa.Table, incoming: pa.Table) -> pa.Table:
     for code, lang in enumerate(target_lang.dictionary.to_pylist()):
         mask = target_code == code
         dest[mask] = train_docs[docs.lang[train_docs] == docs.names.index(lang)][target_doc[mask]]
-    # copies in (i, j) order, each inserted into its document's rows as they are by then
-    placed: dict[int, list[int]] = {}  # document -> its rows and copies (copy k as n + k)
-    first_list, end_list = first_rows.tolist(), ends.tolist()
-    for copy, (d, position) in enumerate(zip(dest.tolist(), incoming["position"].to_pylist())):
-        items = placed.get(d)
-        if items is None:
-            items = placed[d] = list(range(first_list[d], end_list[d]))
-        items.insert(min(int(position * (len(items) + 1)), len(items)), n + copy)
-    # the new order: by document, then rank inside it (a receiving document's ranks as placed)
-    touched = sorted(placed)
-    sizes = np.array([len(placed[d]) for d in touched], np.int64)
-    item_doc = np.r_[row_doc, dest]
+    # rank of every row and copy inside its document; a copy's round: how many copies its document got before it
     rank = np.r_[np.arange(n) - first_rows[row_doc], np.zeros(k, np.int64)]
-    rank[np.fromiter(itertools.chain.from_iterable(placed[d] for d in touched), np.int64, int(sizes.sum()))] = (
-        np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    )
-    order = np.lexsort((rank, item_doc))
-    # copy rows: their target document's corpus, doc_id and split; the sentence's own words and labels
-    copies = table.take(pa.array(first_rows[dest]))
-    for name in ("words", "labels", "case", "surface", "lang"):
-        copies = with_column(copies, name, incoming[name].combine_chunks().cast(table.schema.field(name).type))
-    combined = pa.concat_tables([table, copies]).take(pa.array(order))
-    # seg_id renumbered inside the documents that received copies
+    by_doc = np.argsort(dest, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(dest[by_doc])) + 1]
+    rounds = np.empty(k, np.int64)
+    rounds[by_doc] = np.arange(k) - np.repeat(starts, np.diff(np.r_[starts, k]))
     receiving = np.zeros(len(first_rows), bool)
-    receiving[touched] = True
-    seg = np.where(receiving[item_doc[order]], rank[order], combined["seg_id"].to_numpy())
-    return with_column(combined, "seg_id", pa.array(seg, pa.int32()))
+    receiving[dest] = True
+    items = np.r_[np.flatnonzero(receiving[row_doc]), n + np.arange(k)]  # rows and copies of receiving documents
+    item_doc = np.r_[row_doc, dest][items]
+    item_rank = rank[items]
+    item_rank[len(items) - k :] = -1  # a copy not placed yet: shifted by none
+    sizes = np.diff(np.r_[first_rows, n])
+    position = incoming["position"].to_numpy()
+    at = np.full(len(first_rows), np.iinfo(np.int64).max)
+    for t in range(int(rounds.max()) + 1 if k else 0):
+        placed = np.flatnonzero(rounds == t)
+        doc = dest[placed]
+        length = sizes[doc] + t
+        slot = np.minimum((position[placed] * (length + 1)).astype(np.int64), length)
+        at[doc] = slot
+        item_rank += item_rank >= at[item_doc]
+        item_rank[len(items) - k + placed] = slot
+        at[doc] = np.iinfo(np.int64).max
+    rank[items] = item_rank
+    order = np.lexsort((rank, np.r_[row_doc, dest]))
+    # copy rows: their target document's corpus, doc_id and split; the sentence's own lang, words and labels
+    rows = np.r_[np.arange(n), first_rows[dest]][order]
+    gather = _ListGather(order)
+    columns = {}
+    for name in table.column_names:
+        if name == "seg_id":  # renumbered inside the documents that received copies
+            seg = np.where(receiving[np.r_[row_doc, dest][order]], rank[order], table["seg_id"].to_numpy()[rows])
+            columns[name] = pa.array(seg, pa.int32())
+        elif name in ("words", "labels", "case", "surface"):
+            columns[name] = gather(table[name], incoming[name])
+        elif name == "lang":
+            own = incoming[name].combine_chunks().cast(table[name].type)
+            columns[name] = pa.concat_arrays([table[name].combine_chunks(), own]).take(pa.array(order))
+        else:
+            columns[name] = table[name].take(pa.array(rows))
+    return pa.Table.from_arrays([columns[name] for name in table.column_names], schema=table.schema)
+
+
+class _ListGather:
+    """``concat([column, copies]).take(order)`` for list columns of dictionaries (``column``) and of
+    plain strings (``copies``): the copies encoded into ``column``'s dictionary, their values
+    missing from it appended in the order of their first appearance (as Arrow's unification of
+    the two dictionaries appends them); the items' positions computed once for the columns that
+    share their lengths (one item per word)."""
+
+    def __init__(self, order: np.ndarray):
+        self.order = order
+        self.lengths: np.ndarray | None = None
+
+    def _positions(self, lengths: np.ndarray) -> None:
+        self.lengths = lengths
+        starts = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        out_lengths = lengths[self.order]
+        self.offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(out_lengths, out=self.offsets[1:])
+        self.items = np.repeat(starts[self.order] - self.offsets[:-1], out_lengths)
+        self.items += np.arange(len(self.items))
+
+    def __call__(self, column, copies) -> pa.Array:
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        copies = copies.combine_chunks() if isinstance(copies, pa.ChunkedArray) else copies
+        if not pa.types.is_dictionary(column.type.value_type):  # read without dictionaries: Arrow's take
+            return pa.concat_arrays([column, copies.cast(column.type)]).take(pa.array(self.order))
+        lengths = np.concatenate([_lengths(column), _lengths(copies)])
+        if self.lengths is None or not np.array_equal(lengths, self.lengths):
+            self._positions(lengths)
+        flat = pc.list_flatten(column)
+        dictionary = flat.dictionary
+        copied = pc.list_flatten(copies)
+        # the copies' values looked up in the dictionary; those missing from it appended in the
+        # order of their first appearance
+        known = pc.index_in(copied, value_set=dictionary)
+        missing = ~known.is_valid().to_numpy(zero_copy_only=False)
+        copy_codes = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32)
+        if copied.null_count:
+            missing &= copied.is_valid().to_numpy(zero_copy_only=False)
+        if missing.any():
+            new = pc.dictionary_encode(copied.filter(pa.array(missing)))
+            copy_codes[missing] = len(dictionary) + new.indices.to_numpy(zero_copy_only=False)
+            dictionary = pa.concat_arrays([dictionary, new.dictionary])
+        codes = np.concatenate([flat.indices.fill_null(0).to_numpy(zero_copy_only=False), copy_codes])
+        mask = None
+        if flat.null_count or copied.null_count:
+            valid = [flat.is_valid().to_numpy(zero_copy_only=False), copied.is_valid().to_numpy(zero_copy_only=False)]
+            mask = ~np.concatenate(valid)[self.items]
+        values = pa.DictionaryArray.from_arrays(pa.array(codes[self.items], pa.int32(), mask=mask), dictionary)
+        return pa.ListArray.from_arrays(pa.array(self.offsets.astype(np.int32)), values, type=column.type)
+
+
+def _lengths(lists: pa.ListArray) -> np.ndarray:
+    return np.diff(lists.offsets.to_numpy(zero_copy_only=False)).astype(np.int64)
 
 
 def _vocabulary(runner, shards) -> list[str]:
@@ -464,8 +604,9 @@ class _TrainWords:
         return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
 
 
-def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch, label_set: LabelSet):
-    """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards.
+def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch):
+    """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards, made
+    from the question sentences the counts pass kept in ``scratch``.
     Returns the copies folder (None: no copies), the number of runs of its sender index and the
     copies each shard receives."""
     words = sum(t["words"] for t in tallies)
@@ -490,7 +631,7 @@ def _question_copies(runner, shards, tallies: list[dict], target: float, seed: i
     _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
     docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
     copies_folder = location.join(scratch, "copies")
-    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, label_set)
+    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, location.join(scratch, "questions"))
     index = _SenderIndex(copies_folder, len(shards))
     # results in shard order (each_step runs to its end, which logs the pass's time)
     for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
@@ -561,10 +702,13 @@ def oversample_dataset(
         with executor(engine.engine, engine.workers, engine.scheduler) as runner:
             scan = scan_datasets(source, engine.shard_rows, runner)
             shards, label_set = scan.shards, scan.labels
-            step = _Tally(label_set)
+            # with a share to reach, the counts pass keeps the question sentences: the copies pass
+            # then reads no part of the dataset
+            questions = location.join(scratch, "questions") if params.question_share else None
+            step = _Tally(label_set, questions)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
             copies_folder, runs, incoming = _question_copies(
-                runner, shards, tallies, params.question_share, seed, scratch, label_set
+                runner, shards, tallies, params.question_share, seed, scratch
             )
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
@@ -576,6 +720,8 @@ def oversample_dataset(
             )  # fmt: skip
             results = run_step(runner, write, shards, folder, "oversample", label_set)
         counts = counts_of(results)
+        counts.stats["train_words"] += sum(t["words"] for t in tallies)
+        counts.stats["train_questions"] += sum(t["questions"] for t in tallies)
         finish(folder, "segments", results, schema=SCHEMA_NAME, **manifest_entry(label_set), **protocol_entry(source))
         writing.write_manifest(
             augmented_folder,

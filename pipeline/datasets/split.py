@@ -16,9 +16,11 @@ counted with its reason in the report.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import heapq
+import json
 import logging
 import os
 from collections import Counter
@@ -102,6 +104,7 @@ class _Docs:
     doc_ids: pa.Array
     corpora: pa.Array
     marks: np.ndarray | None  # per document, the bit mask of its marks (its stratum, see _MARK_STRATA)
+    counts: Counts | None = None  # what the filters dropped (saved with the keys)
 
     def key(self, d: int) -> tuple[float, str, str]:
         return float(self.hashes[d]), self.doc_ids[d].as_py(), self.corpora[d].as_py()
@@ -145,11 +148,15 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
                columns: list[str] | None = None, keys_folder=None) -> _Docs:  # fmt: skip
     """Read the shard (``columns``: only those; list columns as dictionaries), apply min_marks
     (segments) and min_sentences (documents) to the corpora being split, as a mask of the rows
-    kept (the table is filtered once, when written).  The documents' keys and strata come from
-    ``keys_folder`` when an earlier pass left them there (:func:`_save_keys`)."""
+    kept (the table is filtered once, when written).  The documents' keys and strata, and the
+    rows the filters kept, come from ``keys_folder`` when an earlier pass left them there
+    (:func:`_save_keys`): the labels are then not decoded again."""
     table = read_rows(shard, columns, dictionary=True)
     if columns is None:
         table = read_segments_table(table, shard)
+    saved = location.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
+    if saved is not None and location.exists(saved):
+        return _saved_documents(table, keys_folder, shard.index, counts)
     fixed = inputs[shard.source].fixed is not None
     row_doc = document_index(table)
     keep = None
@@ -178,12 +185,6 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
                 keep[keep] = kept_rows
             row_doc = (np.cumsum(keep_doc) - 1)[row_doc[kept_rows]]
             n_docs = int(keep_doc.sum())
-    saved = location.join(keys_folder, f"{shard.index:05d}.arrow") if keys_folder else None
-    if saved is not None and location.exists(saved):
-        known = reading.open_arrow_file(saved).read_all()
-        marks = known["marks"].to_numpy() if "marks" in known.column_names else None
-        doc_ids, corpora = known["doc"].combine_chunks(), known["corpus"].combine_chunks()
-        return _Docs(table, keep, row_doc, known["hash"].to_numpy(), doc_ids, corpora, marks)
     rows = np.arange(table.num_rows) if keep is None else np.flatnonzero(keep)
     first_rows = pa.array(rows[np.r_[0, np.flatnonzero(np.diff(row_doc)) + 1]] if len(row_doc) else rows)
     doc_ids = table["doc_id"].take(first_rows).combine_chunks()
@@ -192,11 +193,31 @@ def _documents(shard: RowShard, inputs: list[SplitInput], params: SplitParams, c
     marks = None
     if params.stratify and not fixed:
         marks = _marks(table, codes, keep, row_doc, n_docs, label_set)
-    return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks)
+    return _Docs(table, keep, row_doc, hashes, doc_ids, corpora, marks, counts)
+
+
+def _saved_documents(table: pa.Table, folder, index: int, counts: Counts) -> _Docs:
+    """:func:`_documents` from what the first pass saved: the keys, the strata, the rows kept and
+    the filters' counts (the same counts, under the same keys, as the filters give)."""
+    known = reading.open_arrow_file(location.join(folder, f"{index:05d}.arrow")).read_all()
+    metadata = known.schema.metadata or {}
+    for key, value in json.loads(metadata.get(b"counts", b"{}")).items():
+        counts.stats[key] += value
+    keep = None
+    if b"keep" in metadata:  # bits, as the first pass packed them
+        bits = np.frombuffer(base64.b64decode(metadata[b"keep"]), np.uint8)
+        keep = np.unpackbits(bits, count=table.num_rows).astype(bool)
+    row_doc = document_index(table)
+    if keep is not None:
+        row_doc = _renumbered(row_doc[keep])
+    marks = known["marks"].to_numpy() if "marks" in known.column_names else None
+    doc_ids, corpora = known["doc"].combine_chunks(), known["corpus"].combine_chunks()
+    return _Docs(table, keep, row_doc, known["hash"].to_numpy(), doc_ids, corpora, marks, counts)
 
 
 def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
-    """A shard's document keys (and strata), for the later passes of the same split."""
+    """A shard's document keys (and strata), the rows the filters kept and their counts, for the
+    later passes of the same split."""
     columns = {
         "hash": pa.array(docs.hashes, pa.float64()),
         "doc": docs.doc_ids.cast(pa.string()),
@@ -204,7 +225,12 @@ def _save_keys(folder, shard, docs: _Docs, extra: dict | None = None) -> None:
         **({"marks": pa.array(docs.marks, pa.int8())} if docs.marks is not None else {}),
         **(extra or {}),
     }
-    writing.write_arrow_in_place(pa.table(columns), location.join(folder, f"{shard.index:05d}.arrow"))
+    metadata = {"counts": json.dumps(dict(docs.counts.stats) if docs.counts is not None else {})}
+    if docs.keep is not None:  # in the same file (a file more per shard cost more than the bits)
+        metadata["keep"] = base64.b64encode(np.packbits(docs.keep).tobytes())
+    writing.write_arrow_in_place(
+        pa.table(columns).replace_schema_metadata(metadata), location.join(folder, f"{shard.index:05d}.arrow")
+    )
 
 
 _END_CODES = sorted(SENTENCE_END_IDS)
@@ -403,9 +429,9 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
 # ------------------------------------------------------------------------------- assignment
 
 
-def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> tuple[pa.Table, np.ndarray]:
+def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The shard's kept rows with their split (rows of documents beyond the counts removed) and,
-    per row, its split index: one filter of the table, none when every row is kept."""
+    per row, its split index and its document: one filter of the table, none when every row is kept."""
     fixed = inputs[shard.source].fixed
     if fixed is not None:
         split = np.full(len(docs.hashes), SPLIT_NAMES.index(fixed), dtype=np.int64)
@@ -416,6 +442,7 @@ def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> 
     per_row = split[docs.row_doc] if len(docs.row_doc) else np.zeros(0, np.int64)
     keep = np.ones(docs.table.num_rows, bool) if docs.keep is None else docs.keep.copy()
     keep[keep] = per_row >= 0
+    row_doc = docs.row_doc[per_row >= 0]
     per_row = per_row[per_row >= 0]
     table = docs.table if keep.all() else docs.table.filter(pa.array(keep))
     column = pa.array(SPLIT_NAMES).take(pa.array(per_row))
@@ -423,7 +450,7 @@ def _assigned(docs: _Docs, inputs, shard, rule: Rule | None, counts: Counts) -> 
         table = with_column(table, "split", column)
     else:
         table = table.append_column("split", column)
-    return table, per_row
+    return table, per_row, row_doc
 
 
 def _groups(marks: np.ndarray) -> dict[str, np.ndarray]:
@@ -456,7 +483,7 @@ class _HashSegments:
     def __call__(self, shard) -> StepResult:
         counts = Counts()
         docs = _documents(shard, self.inputs, self.params, counts, [*_KEY_COLUMNS, "words"], self.keys_folder)
-        table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
+        table, codes, _ = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
         return StepResult(None, payload=written)
 
@@ -474,7 +501,7 @@ class _WriteSplit:
     def __call__(self, shard) -> StepResult:
         counts = Counts()
         docs = _documents(shard, self.inputs, self.params, counts, keys_folder=self.keys_folder)
-        table, codes = _assigned(docs, self.inputs, shard, self.rule, counts)
+        table, codes, row_doc = _assigned(docs, self.inputs, shard, self.rule, counts)
         written = 0
         if self.folder is not None:  # the duplicates are found in this same pass
             written = hashsets.write_groups(self.folder, shard.index, _segment_groups(table, codes))
@@ -485,8 +512,8 @@ class _WriteSplit:
             duplicate = (drop[position] == hashes) & (codes == SPLIT_NAMES.index("train"))
             counts.stats["train_duplicates_dropped"] += int(duplicate.sum())
             table = table.filter(pa.array(~duplicate))
-            codes = codes[~duplicate]
-        _count_splits(table, codes, counts)
+            codes, row_doc = codes[~duplicate], row_doc[~duplicate]
+        _count_splits(table, codes, row_doc, counts)
         return StepResult(table, counts, payload=written)
 
 
@@ -494,16 +521,20 @@ class _WriteSplit:
 _PER_SPLIT = "split."
 
 
-def _count_splits(table: pa.Table, codes: np.ndarray, counts: Counts) -> None:
-    """Documents, segments and words of each split in the written rows (a document's rows are all in
-    one shard, so documents add up across shards)."""
-    docs = document_index(table)
+def _count_splits(table: pa.Table, codes: np.ndarray, row_doc: np.ndarray, counts: Counts) -> None:
+    """Documents, segments and words of each split in the written rows (``row_doc``: each row's
+    document; a document's rows are all in one shard and one split, so documents add up across
+    shards and are counted by their first rows)."""
+    n = len(SPLIT_NAMES)
     words = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False) if table.num_rows else codes
+    first = np.r_[True, row_doc[1:] != row_doc[:-1]] if len(row_doc) else np.zeros(0, bool)
+    documents = np.bincount(codes[first], minlength=n)
+    segments = np.bincount(codes, minlength=n)
+    word_sums = np.bincount(codes, weights=words, minlength=n).astype(np.int64)  # exact below 2**53
     for code, name in enumerate(SPLIT_NAMES):
-        rows = codes == code
-        counts.stats[f"{_PER_SPLIT}{name}.documents"] += len(np.unique(docs[rows]))
-        counts.stats[f"{_PER_SPLIT}{name}.segments"] += int(rows.sum())
-        counts.stats[f"{_PER_SPLIT}{name}.words"] += int(words[rows].sum())
+        counts.stats[f"{_PER_SPLIT}{name}.documents"] += int(documents[code])
+        counts.stats[f"{_PER_SPLIT}{name}.segments"] += int(segments[code])
+        counts.stats[f"{_PER_SPLIT}{name}.words"] += int(word_sums[code])
 
 
 def per_split(stats: dict) -> dict[str, dict[str, int]]:

@@ -205,12 +205,13 @@ def _dataset_labels(path, manifest, files, footers):
     return PAPERS if claimed is None or claimed.is_papers else claimed
 
 
-def file_labels(file):
+def file_labels(file, reader=None):
     """The label set of one Parquet file: its metadata's, else its folder manifest's, else ``papers``
-    (per shard read: one footer and at most one manifest, never the other parts)."""
+    (per shard read: one footer and at most one manifest, never the other parts); ``reader``: the
+    file, opened already."""
     from pipeline.labels import PAPERS, from_file_metadata, from_record
 
-    own = from_file_metadata(reading.open_parquet(file).schema_arrow.metadata, file)
+    own = from_file_metadata((reader or reading.open_parquet(file)).schema_arrow.metadata, file)
     if own is not None:
         return PAPERS if own.is_papers else own
     manifest_path = location.join(location.parent_of(file), location.MANIFEST)
@@ -506,7 +507,7 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
     reader = reading.open_parquet(shard.path)
     if dictionary:
         lists = [f"{name}.list.element" for name in dictionary_columns(reader.schema_arrow)]
-        reader = reading.open_parquet(shard.path, read_dictionary=lists)
+        reader = reading.open_parquet(shard.path, read_dictionary=lists, metadata=reader.metadata)  # footer read once
     groups, first_row, row = [], None, 0
     for g in range(reader.metadata.num_row_groups):
         n = reader.metadata.row_group(g).num_rows
@@ -532,7 +533,7 @@ def read_rows(shard: RowShard, columns: list[str] | None = None, dictionary: boo
             raise
         raise reading.unreadable(exc, shard.path) from None
     if "labels" in table.column_names:
-        check_labels(table, file_labels(shard.path), shard.path)
+        check_labels(table, file_labels(shard.path, reader), shard.path)
     table = table.slice(shard.start - first_row, shard.stop - shard.start)
     return table.combine_chunks() if dictionary else table
 
