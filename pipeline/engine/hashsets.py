@@ -6,7 +6,7 @@ reduced to 64-bit hashes (:func:`string_hashes`: among n distinct items the chan
 collision is about n^2 / 2^65, 3 in 10,000 for 100 million) and exchanged through disk:
 
 1. *map*: each shard writes, per group (``("seg", corpus, split)``...), its distinct hashes
-   with their counts, all groups in one array sorted by hash, each record naming its group
+   with their counts, all groups in one array by hash prefix, each record naming its group
    (:func:`write_groups`);
 2. *reduce*: the hash space is cut into ranges small enough for one worker; for each range
    every shard's slice is read (located by the file's header of hash prefixes) and
@@ -151,8 +151,8 @@ def distinct(hashes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.n
     return ordered[starts], np.add.reduceat(counts[order].astype(np.int64), starts)
 
 
-#: a shard's hashes of all its groups, sorted by hash: a reduce range is one slice of it.  A
-#: record names its group by :func:`key_id`, so a reduce reads no index of the shard's groups
+#: a shard's hashes of all its groups, by bucket of hash prefixes: a reduce range is one slice of
+#: it.  A record names its group by :func:`key_id`, so a reduce reads no index of the shard's groups
 RECORD = np.dtype([("hash", np.uint64), ("count", np.int64), ("key", np.uint64)])
 #: a shard's file starts with where the records of each hash prefix of BUCKET_BITS bits begin
 #: (BUCKETS + 1 record numbers, uint32): a range reads the few it spans, then its records, two
@@ -172,28 +172,28 @@ def key_id(key: tuple) -> int:
 
 
 def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.ndarray, np.ndarray]]) -> int:
-    """A shard's groups (key -> (hashes, counts), hashes distinct and sorted) as one file in
-    ``folder``: the bucket header (:data:`BUCKET_BITS`), then (hash, count, key id) records sorted
-    by hash, so that a reduce range reads one slice per shard whatever the number of groups (a
-    slice per group cost a millisecond a shard and range: 90 s of the audit at 100 M words);
-    returns how many hashes were written."""
+    """A shard's groups (key -> (hashes, counts), hashes distinct) as one file in ``folder``: the
+    bucket header (:data:`BUCKET_BITS`), then (hash, count, key id) records bucket after bucket,
+    so that a reduce range reads one slice per shard whatever the number of groups (a slice per
+    group cost a millisecond a shard and range: 90 s of the audit at 100 M words); returns how
+    many hashes were written."""
     location.make_folder(folder)
     ordered = sorted(groups.items())
     sizes = [len(h) for _, (h, _) in ordered]
     records = np.empty(sum(sizes), RECORD)
+    if len(records) > np.iinfo(_OFFSET).max:
+        raise OverflowError(f"shard {shard}: {len(records)} hashes, more than a header's record numbers hold")
+    hashes = np.concatenate([h for _, (h, _) in ordered]) if ordered else np.zeros(0, np.uint64)
+    bucket = (hashes >> np.uint64(_SHIFT)).astype(np.uint16)
+    # a bucket's records in any order (a range sorts what it reads): a radix sort on the bucket
+    order = np.argsort(bucket, kind="stable")
+    records["hash"] = hashes[order]
     if len(records):
-        hashes = np.concatenate([h for _, (h, _) in ordered])
-        # each group is sorted: a stable sort merges their runs
-        order = np.argsort(hashes, kind="stable") if len(ordered) > 1 else slice(None)
-        records["hash"] = hashes[order]
         records["count"] = np.concatenate([c for _, (_, c) in ordered])[order]
         ids = np.array([key_id(key) for key, _ in ordered], np.uint64)
         records["key"] = np.repeat(ids, sizes)[order]
-    if len(records) > np.iinfo(_OFFSET).max:
-        raise OverflowError(f"shard {shard}: {len(records)} hashes, more than a header's record numbers hold")
-    buckets = np.bincount((records["hash"] >> np.uint64(_SHIFT)).astype(np.intp), minlength=BUCKETS)
     header = np.zeros(BUCKETS + 1, _OFFSET)
-    np.cumsum(buckets, out=header[1:])
+    np.cumsum(np.bincount(bucket, minlength=BUCKETS), out=header[1:])
     path = location.join(folder, f"{shard:05d}.bin")
     if location.is_url(path):
         writing.write_bytes_in_place(header.tobytes() + records.tobytes(), path)
@@ -321,7 +321,7 @@ class ReduceRange:
         )
 
     def _records(self, lo: int, hi: int) -> np.ndarray:
-        """Every shard's records with a hash in [lo, hi), shard after shard (each sorted by hash)."""
+        """Every shard's records with a hash in [lo, hi), shard after shard."""
         url = location.is_url(self.folder)
         records = np.frombuffer(b"".join([_shard_slice(path, lo, hi, url) for path in self.paths]), RECORD)
         if (lo | hi) & ((1 << _SHIFT) - 1):  # bounds inside buckets: their hashes beyond the range out
