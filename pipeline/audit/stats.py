@@ -237,7 +237,12 @@ class _Codes:
         ends = np.zeros(len(label_set.labels) + 1, bool)
         ends[list(label_set.sentence_end_ids)] = True
         self.is_end = ends[self.labels]
-        self.doc_hashes = hashsets.string_hashes(document_keys(table))
+        # a document's rows are contiguous: its key is hashed once, at its first row
+        first = np.flatnonzero(self.new_doc | value_changes(table["corpus"]))
+        starts = table.select(["corpus", "doc_id"]).take(pa.array(first))
+        self.doc_hashes = np.repeat(
+            hashsets.string_array_hashes(document_keys(starts)), np.diff(np.r_[first, len(self.lengths)])
+        )
         self.word_code, values = flat_dictionary(table["words"])
         self.n_words = len(values)
         self.word_hashes = hashsets.string_array_hashes(values)
