@@ -30,3 +30,25 @@ def test_empty_table_and_missing_labels():
     assert summary["sentence_length"]["mean"] == summary["sentence_length"]["std"] == 0.0
     no_end = segments_table("c", "en", ["d"], [0], [["a", "b"]], [["O", "COMMA"]], vocabulary=LABELS)
     assert audit([no_end], label_set=PAPERS)["c"]["sentence_length"]["mean"] == 0.0
+
+
+def test_a_document_is_its_corpus_and_id_when_corpora_share_a_shard(tmp_path):
+    """Documents are keyed once per run of rows: a corpus change with the same doc id starts
+    another document (two corpora pooled under one name keep theirs apart), and a document of
+    several rows counts once."""
+    import pyarrow as pa
+
+    from pipeline.audit.stats import TableShard, aggregate
+    from pipeline.engine.executor import executor
+
+    first = segments_table(
+        "c1", "en", ["a", "a", "b"], [0, 1, 0], [["x"], ["y", "z"], ["q"]], [["PERIOD"], ["O", "PERIOD"], ["O"]],
+        vocabulary=LABELS,
+    )  # fmt: skip
+    second = segments_table("c2", "en", ["b", "b"], [0, 1], [["x"], ["y"]], [["O"], ["PERIOD"]], vocabulary=LABELS)
+    table = pa.concat_tables([first, second])
+    with executor("inline") as runner:
+        own, _ = aggregate(runner, [TableShard(table, 0)], tmp_path / "own", label_set=PAPERS)
+        pooled, _ = aggregate(runner, [TableShard(table, 0)], tmp_path / "pooled", names=["all"], label_set=PAPERS)
+    assert own["c1"]["documents"] == 2 and own["c2"]["documents"] == 1
+    assert pooled["all"]["documents"] == 3 and pooled["all"]["segments"] == 5

@@ -10,12 +10,12 @@ from pipeline.engine import hashsets
 from pipeline.engine.executor import executor
 
 
-def _shards(seed: int, n_shards: int):
+def _shards(seed: int, n_shards: int, words: int = 3000, sizes: tuple[int, int] = (50, 400)):
     """Words spread over shards and three groups, with repeats inside and across groups."""
     rng = random.Random(seed)
-    vocabulary = [f"w{i}" for i in range(3000)]
+    vocabulary = [f"w{i}" for i in range(words)]
     return [
-        {group: [rng.choice(vocabulary) for _ in range(rng.randrange(50, 400))] for group in ("train", "dev", "test")}
+        {group: [rng.choice(vocabulary) for _ in range(rng.randrange(*sizes))] for group in ("train", "dev", "test")}
         for _ in range(n_shards)
     ]
 
@@ -38,14 +38,14 @@ def _expected(shards):
 @pytest.mark.parametrize("engine", ["inline", "local"])
 @pytest.mark.parametrize("where", ["folder", "url"])
 def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, engine, where):
-    """On a URL, a range reads the slice its shard's fence brackets (a fence every 5 records here)."""
+    """On a URL, a range reads the buckets its shard's header locates (ranges inside buckets
+    with a small target)."""
     monkeypatch.setattr(hashsets, "RANGE_TARGET", range_target)
     folder = tmp_path
     if where == "url":
         from support.objstore import register
 
         register(str(tmp_path))
-        monkeypatch.setattr(hashsets, "FENCE", 5)
         folder = "objstore://exchange"
     shards = _shards(1, 5)
     written = 0
@@ -61,12 +61,58 @@ def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, 
         overlaps, collected = hashsets.reduce(runner, folder, list(range(5)), family, written, collect={"word": 0})
     masks, occurrences, members = _expected(shards)
     if where == "url":
-        assert (tmp_path / "exchange" / "00004.fence").is_file()
+        assert (tmp_path / "exchange" / "00004.bin").is_file()
     assert overlaps["word"].masks == masks
     assert overlaps["word"].occurrences == occurrences
     # train words also in dev or test, as sorted hashes
     shared = [w for w, mask in members.items() if mask & 1 and mask != 1]
     assert collected["word"].tolist() == sorted(hashsets.hash_values(shared).tolist())
+
+
+@pytest.mark.parametrize("path", ["exact sort", "binary search", "inside buckets", "sorted pairs"])
+def test_overlaps_are_exact_on_every_path_of_the_reduce(tmp_path, monkeypatch, path):
+    """The reduce's fallbacks give the same answers: an exact sort where top bits of hashes are too
+    few to sort on, a binary search of key ids where no lookup table tells them apart, ranges
+    narrower than the header's buckets (more ranges than buckets), which read hashes beyond them,
+    and (family, mask) pairs sorted where a table of them would be too large."""
+    if path == "exact sort":
+        monkeypatch.setattr(hashsets, "KEPT_BITS", 64)
+    elif path == "binary search":
+        monkeypatch.setattr(hashsets, "_LOOKUP_BITS", 0)
+    elif path == "sorted pairs":
+        monkeypatch.setattr(hashsets, "_DENSE_PAIRS", 0)
+    shards = _shards(4, 3, 20_000, (1000, 1500)) if path == "inside buckets" else _shards(4, 3)
+    written = sum(
+        hashsets.write_groups(
+            tmp_path, index, {("word", g): hashsets.distinct(hashsets.hash_values(w)) for g, w in shard.items()}
+        )
+        for index, shard in enumerate(shards)
+    )
+    if path == "inside buckets":
+        monkeypatch.setattr(hashsets, "RANGE_TARGET", 2)
+        assert len(hashsets.ranges(written)) > hashsets.BUCKETS
+    family = {"word": [("word", "train"), ("word", "dev"), ("word", "test")]}
+    with executor("inline") as runner:
+        overlaps, collected = hashsets.reduce(runner, tmp_path, [0, 1, 2], family, written, collect={"word": 0})
+    masks, occurrences, members = _expected(shards)
+    assert overlaps["word"].masks == masks
+    assert overlaps["word"].occurrences == occurrences
+    shared = [w for w, mask in members.items() if mask & 1 and mask != 1]
+    assert collected["word"].tolist() == sorted(hashsets.hash_values(shared).tolist())
+
+
+def test_hashes_sharing_their_top_bits_are_told_apart():
+    """Two hashes of a family that agree in the bits the one sort keeps: the order falls back to an
+    exact sort, so they form two runs, each hash's records together."""
+    import numpy as np
+
+    base = np.uint64(0x5000_0000_0000_0000)
+    hashes = np.array([base + 2, base + 1, base + 2, base + 1, base + 7], np.uint64)
+    family = np.array([0, 0, 0, 0, 1])
+    order, ordered, new_run = hashsets._family_order(hashes, family, (0, 2**64), 2)
+    assert ordered.tolist() == [int(base) + 1, int(base) + 1, int(base) + 2, int(base) + 2, int(base) + 7]
+    assert new_run.tolist() == [True, False, True, False, True]
+    assert hashes[order].tolist() == ordered.tolist()
 
 
 @pytest.mark.parametrize("range_target", [7, hashsets.RANGE_TARGET])
@@ -109,11 +155,15 @@ def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, r
 
 
 def test_ranges_cover_the_hash_space_without_gaps():
-    for total in (0, 1, hashsets.RANGE_TARGET, 10 * hashsets.RANGE_TARGET + 1):
+    """Up to one range per bucket of the shard files' headers, ranges start and end on bucket bounds."""
+    bucket = 2 ** (64 - hashsets.BUCKET_BITS)
+    for total in (0, 1, hashsets.RANGE_TARGET, 10 * hashsets.RANGE_TARGET + 1, 5000 * hashsets.RANGE_TARGET):
         bounds = hashsets.ranges(total)
         assert bounds[0][0] == 0 and bounds[-1][1] == 2**64
-        assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in itertools.pairwise(bounds))
         assert len(bounds) == max(1, -(-total // hashsets.RANGE_TARGET))
+        if len(bounds) <= hashsets.BUCKETS:
+            assert all(lo % bucket == 0 for lo, _ in bounds)
 
 
 def _tabulation_reference(value: str) -> int:

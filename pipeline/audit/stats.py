@@ -108,9 +108,15 @@ class Tally:
 
 
 def _histogram(values: np.ndarray) -> Counter:
+    """How often each length occurs, in increasing order of the lengths."""
     if not len(values):
         return Counter()
-    lengths, n = np.unique(values, return_counts=True)
+    if values.min() >= 0 and values.max() < 4 * len(values) + 4096:  # a count per length: no sort
+        n = np.bincount(values)
+        lengths = np.flatnonzero(n)
+        n = n[lengths]
+    else:
+        lengths, n = np.unique(values, return_counts=True)
     return Counter(dict(zip(lengths.tolist(), n.tolist())))
 
 
@@ -180,14 +186,12 @@ class AuditShard:
         groups: dict[tuple, tuple] = {}
         codes = None
         for v, names in enumerate(self.views):
-            view_table = table
-            if names and names[shard.source] is not None:
-                column = pa.array([names[shard.source]] * table.num_rows, pa.string())
-                view_table = table.set_column(0, "corpus", column)
             if not table.num_rows:
                 out.append({})
                 continue
-            codes = _Codes(view_table, table["corpus"], self.label_set) if codes is None else codes.renamed(view_table)
+            # the corpus every row is audited under: a view's one name, or the rows' own
+            corpus = names[shard.source] if names and names[shard.source] is not None else table["corpus"]
+            codes = _Codes(table, corpus, self.label_set) if codes is None else codes.renamed(corpus)
             out.append(_tallies(codes, v, None if v in self.derived else groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
@@ -221,78 +225,108 @@ class _Codes:
     length; per word its label, case and distinct-word codes."""
 
     def __init__(self, table: pa.Table, corpus, label_set: LabelSet):
-        """``corpus``: the rows' own corpora (``table``'s may be a view's names): with the doc id,
-        what identifies a document; ``label_set``: the labels' set."""
+        """``corpus``: the corpus every row is audited under (a name for all, or a column), while
+        the rows' own corpora and doc ids identify documents; ``label_set``: the labels' set."""
         self.label_set = label_set
         self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
         self.labels, _ = flat_codes(table["labels"], label_set.labels)
         self.case, _ = flat_codes(table["case"], CASE_LABELS)
         self.new_doc = value_changes(table["doc_id"])
-        self.doc_hashes = hashsets.string_hashes(document_keys(table, corpus))
+        self.doc_number = np.cumsum(self.new_doc)
+        # whether each word ends a sentence: a table over the label codes (the last entry: -1, unknown)
+        ends = np.zeros(len(label_set.labels) + 1, bool)
+        ends[list(label_set.sentence_end_ids)] = True
+        self.is_end = ends[self.labels]
+        # a document's rows are contiguous: its key is hashed once, at its first row
+        first = np.flatnonzero(self.new_doc | value_changes(table["corpus"]))
+        starts = table.select(["corpus", "doc_id"]).take(pa.array(first))
+        self.doc_hashes = np.repeat(
+            hashsets.string_array_hashes(document_keys(starts)), np.diff(np.r_[first, len(self.lengths)])
+        )
         self.word_code, values = flat_dictionary(table["words"])
         self.n_words = len(values)
         self.word_hashes = hashsets.string_array_hashes(values)
         self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
-        self._combine(table)
+        self.split_codes = _first_seen(pc.fill_null(table["split"], NO_SPLIT))
+        self.lang_codes = _first_seen(table["lang"])
+        self._combine(corpus)
 
-    def renamed(self, table: pa.Table) -> _Codes:
-        """The codes of the same rows under other corpus names (``table``: them so named): only
-        what depends on the corpus is computed again, and nothing but the names when the rows
-        fall into combinations alike (one corpus in the shard: its tallies are the same too)."""
+    def renamed(self, corpus) -> _Codes:
+        """The codes of the same rows under other corpus names (``corpus``: as for the
+        constructor): only what depends on the corpus is computed again, and nothing but the names
+        when the rows fall into combinations alike (one corpus in the shard: its tallies are the
+        same too)."""
         other = copy.copy(self)
-        other._combine(table, self)
+        other._combine(corpus, self)
         return other
 
-    def _combine(self, table: pa.Table, renaming: _Codes | None = None) -> None:
-        """Per row its (corpus, split, lang) combination, and the label and case counts of each."""
-        split = pc.fill_null(table["split"], NO_SPLIT)
-        keys = pc.binary_join_element_wise(table["corpus"], split, table["lang"], "\x1f")
-        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-        self.row_combo = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.combos = [tuple(k.split("\x1f")) for k in encoded.dictionary.to_pylist()]
+    def _combine(self, corpus, renaming: _Codes | None = None) -> None:
+        """Per row its (corpus, split, lang) combination, numbered in order of first appearance,
+        and the label and case counts of each: from each column's codes, not a string per row."""
+        n_rows = len(self.lengths)
+        corpus_codes = (np.zeros(n_rows, np.int64), [corpus]) if isinstance(corpus, str) else _first_seen(corpus)
+        (split, splits), (lang, langs) = self.split_codes, self.lang_codes
+        code = (corpus_codes[0] * len(splits) + split) * len(langs) + lang
+        if not n_rows or code.min() == code.max():
+            self.row_combo, seen = np.zeros(n_rows, np.int64), code[:1].tolist()
+        else:
+            values, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+            by_appearance = np.argsort(first)
+            rank = np.empty(len(values), np.int64)
+            rank[by_appearance] = np.arange(len(values))
+            self.row_combo, seen = rank[inverse.reshape(-1)], values[by_appearance].tolist()
+        self.combos = [
+            (
+                corpus_codes[1][c // (len(splits) * len(langs))],
+                splits[c // len(langs) % len(splits)],
+                langs[c % len(langs)],
+            )
+            for c in seen
+        ]
         if renaming is not None and np.array_equal(self.row_combo, renaming.row_combo):
             return  # the counts and the tallies (``tallied``, by combinations) copied with the codes
         #: tallies made, by the combinations (numbers) they cover
         self.tallied: dict[tuple, Tally] = {}
-        self.word_combo = np.repeat(self.row_combo, self.lengths)
         n = len(self.combos)
+        self.word_combo = np.repeat(self.row_combo, self.lengths) if n > 1 else None
         self.label_counts = _per_combo(self.word_combo, self.labels, n, len(self.label_set.labels))
         self.case_counts = _per_combo(self.word_combo, self.case, n, len(CASE_LABELS))
 
     def word_set(self, combo: int) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct words (hashes, sorted) of a combination with their token counts."""
-        counts = np.bincount(self.word_code[self.word_combo == combo], minlength=self.n_words)
+        """The distinct words (hashes) of a combination with their token counts."""
+        codes = self.word_code if len(self.combos) == 1 else self.word_code[self.word_combo == combo]
+        counts = np.bincount(codes, minlength=self.n_words)
         present = np.flatnonzero(counts)
-        order = np.argsort(self.word_hashes[present], kind="stable")
-        return self.word_hashes[present][order], counts[present][order]
+        return self.word_hashes[present], counts[present]
 
     def tally(self, members: list[int]) -> Tally:
         """The tally of the rows of the combinations ``members``, as over those rows alone."""
-        rows = (
-            np.isin(self.row_combo, members) if len(members) < len(self.combos) else np.ones(len(self.row_combo), bool)
-        )
-        labels = self.labels[np.repeat(rows, self.lengths)] if not rows.all() else self.labels
-        lengths = self.lengths[rows]
+        if len(members) < len(self.combos):
+            rows = np.isin(self.row_combo, members)
+            words = np.repeat(rows, self.lengths)
+            is_end, lengths, n_words = self.is_end[words], self.lengths[rows], int(np.count_nonzero(words))
+        else:
+            rows, is_end, lengths, n_words = slice(None), self.is_end, self.lengths, len(self.labels)
         return Tally(
-            words=len(labels),
-            segments=int(rows.sum()),
+            words=n_words,
+            segments=len(lengths),
             labels=_summed(self.label_counts, members, self.label_set.labels),
             case=_summed(self.case_counts, members, CASE_LABELS),
-            sentences=_histogram(self._sentences(rows, labels, lengths)),
+            sentences=_histogram(self._sentences(rows, is_end, lengths)),
             segment_lengths=_histogram(lengths),
             label_set=self.label_set,
         )
 
-    def _sentences(self, rows, labels, lengths) -> np.ndarray:
-        """:func:`sentence_lengths` of the selected rows: a document starts where the doc id of the
-        selected rows changes."""
-        if not len(labels):
+    def _sentences(self, rows, is_end, lengths) -> np.ndarray:
+        """:func:`sentence_lengths` of the selected rows (``is_end``: whether each of their words
+        ends a sentence): a document starts where the doc id of the selected rows changes."""
+        if not len(is_end):
             return np.zeros(0, np.int64)
-        doc = np.cumsum(self.new_doc)[rows]  # document number of each selected row
+        doc = self.doc_number[rows]  # document number of each selected row
         new_doc = np.r_[True, doc[1:] != doc[:-1]]
         row_start = np.r_[0, np.cumsum(lengths)[:-1]]
         doc_start = np.repeat(np.maximum.accumulate(np.where(new_doc, row_start, 0)), lengths)
-        ends = np.flatnonzero(np.isin(labels, list(self.label_set.sentence_end_ids)))
+        ends = np.flatnonzero(is_end)
         if not len(ends):
             return np.zeros(0, np.int64)
         prev_end = np.r_[-1, ends[:-1]]
@@ -308,11 +342,21 @@ def document_keys(table: pa.Table, corpus=None) -> pa.Array:
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
-def _per_combo(combo: np.ndarray, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
-    """Counts of each code per combination: an (n_combos, n_codes) array (codes < 0 not counted)."""
+def _per_combo(combo: np.ndarray | None, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
+    """Counts of each code per combination: an (n_combos, n_codes) array (codes < 0 not counted;
+    ``combo`` None: every word is of the one combination)."""
     known = codes >= 0
+    if combo is None:
+        return np.bincount(codes[known], minlength=n_codes).reshape(1, n_codes)
     flat = np.bincount(combo[known] * n_codes + codes[known], minlength=n_combos * n_codes)
     return flat.reshape(n_combos, n_codes)
+
+
+def _first_seen(column) -> tuple[np.ndarray, list[str]]:
+    """Each value's number, in order of first appearance, and the values so numbered."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    encoded = pc.dictionary_encode(column.cast(pa.string()))
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
 def _summed(counts: np.ndarray, members: list[int], names) -> Counter:
