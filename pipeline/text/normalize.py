@@ -241,6 +241,13 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | N
     return pc.replace_with_mask(lines, non_ascii, pc.replace_with_mask(subset, suspect, fixed))
 
 
+@functools.cache
+def cleaned_or_rewritten(keep_joiners: bool, rewrites: str | None = None) -> str:
+    """An RE2 pattern that every line :func:`clean_lines` changes matches (a control character, an
+    apostrophe, or what :func:`_needs_work` finds), or, given ``rewrites``, that matches."""
+    return "|".join(filter(None, [_CONTROL_RE, _APOSTROPHE_RE, _needs_work(keep_joiners), rewrites]))
+
+
 def value_offsets(array: pa.Array) -> np.ndarray:
     """The offsets of a string or list array's values, read from its buffer (no copy)."""
     return np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
