@@ -185,10 +185,77 @@ def _word_final_apostrophes(line: str) -> str:
     return "".join(out)
 
 
+#: what RE2 (Arrow's regex engine, that the patterns above are written for) takes each character
+#: met so far for: a letter of ``_LETTER``, a mark (``\p{M}``), a letter (``\p{L}``).  Asked of RE2
+#: itself as new characters come, so the scans below decide as the patterns would (Python's own
+#: Unicode tables are of another version); a process soon knows its languages' alphabets.
+_LETTER_BIT, _MARK_BIT, _ANY_LETTER_BIT = 1, 2, 4
+_CHAR_CLASSES: dict[str, int] = {}
+
+
+def _char_classes(lines: list[str]) -> dict[str, int]:
+    new = sorted(set().union(*map(set, lines)) - _CHAR_CLASSES.keys())
+    if new:
+        chars = pa.array(new, pa.string())
+        bits = np.zeros(len(new), dtype=np.int64)
+        for bit, pattern in ((_LETTER_BIT, _LETTER), (_MARK_BIT, r"\p{M}"), (_ANY_LETTER_BIT, r"\p{L}")):
+            bits[pc.match_substring_regex(chars, f"^{pattern}$").to_numpy(zero_copy_only=False)] |= bit
+        _CHAR_CLASSES.update(zip(new, bits.tolist()))
+    return _CHAR_CLASSES
+
+
+def _letter_before(line: str, j: int, classes: dict[str, int]) -> int:
+    r"""Where a run ``_LETTER \p{M}*`` that ends right before ``j`` starts (-1: none does).  It starts
+    at the first character before ``j`` that is no mark; none of the apostrophes is a mark, so a
+    match of the patterns below that has its apostrophe at ``j`` starts there or nowhere."""
+    k = j - 1
+    while k >= 0 and classes[line[k]] & _MARK_BIT:
+        k -= 1
+    return k if k >= 0 and classes[line[k]] & _LETTER_BIT else -1
+
+
+_ANY_APOSTROPHE = re.compile("[" + re.escape(APOSTROPHES) + "]")
+
+
+def _in_word_pass(line: str, classes: dict[str, int]) -> str:
+    r"""One ``replace_substring_regex(_IN_WORD_RE, r"\1'\2")`` over the line.  A match is fixed by its
+    apostrophe (where its letter run starts grows with it), so the leftmost one is the first
+    apostrophe with a letter run before it, at or after where the last match ended, and a letter
+    after it."""
+    out, done, n = [], 0, len(line)
+    for found in _ANY_APOSTROPHE.finditer(line):
+        j = found.start()
+        if j + 1 < n and classes[line[j + 1]] & _LETTER_BIT and _letter_before(line, j, classes) >= done:
+            out += [line[done:j], "'", line[j + 1]]
+            done = j + 2
+    return "".join(out) + line[done:] if out else line
+
+
+def _ends_a_word(line: str, classes: dict[str, int]) -> bool:
+    """Does ``_WORD_FINAL_RE`` match in the line?"""
+    n = len(line)
+    for found in _ANY_APOSTROPHE.finditer(line):
+        j = found.start()
+        followed = j + 1 < n and classes[line[j + 1]] & _ANY_LETTER_BIT
+        if line[j] in "\u2019\u02bc" and not followed and _letter_before(line, j, classes) >= 0:
+            return True
+    return False
+
+
+def _mend_apostrophes(line: str, classes: dict[str, int]) -> str:
+    for _ in range(2):  # "a’b’c": a match takes the letter after it, the second pass the one between
+        line = _in_word_pass(line, classes)
+    return _word_final_apostrophes(line) if _ends_a_word(line, classes) else line
+
+
 def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Array:
     """Apostrophes written otherwise made the ASCII apostrophe (see :data:`APOSTROPHES`), counted as
     ``apostrophes_made_ascii``: ``i’ve`` and ``i've`` are one word.  ``lines`` itself is returned
-    when none changes."""
+    when none changes.
+
+    The lines that hold one are few: they are rewritten by a scan in Python that does what
+    ``_IN_WORD_RE`` (twice) and ``_WORD_FINAL_RE`` do in RE2, whose letter classes take RE2
+    longer to compile than the scan takes."""
     if len(lines) == 0:
         return lines
     # one RE2 scan of every line: cheaper than a pre-filter (Arrow's literal search for the
@@ -197,21 +264,17 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
     if not pc.any(found).as_py():
         return lines
     rows = pc.indices_nonzero(found)
-    subset = lines.filter(found)
-    before = pc.sum(pc.count_substring_regex(subset, _APOSTROPHE_RE)).as_py()
-    fixed = subset
-    for _ in range(2):  # "a’b’c": a match takes the letter after it, the second pass the one between
-        fixed = pc.replace_substring_regex(fixed, _IN_WORD_RE, r"\1'\2")
-    final = pc.match_substring_regex(fixed, _WORD_FINAL_RE)
-    if pc.any(final).as_py():
-        mended = pa.array([_word_final_apostrophes(line) for line in fixed.filter(final).to_pylist()], pa.string())
-        fixed = pc.replace_with_mask(fixed, final, mended)
-    after = pc.sum(pc.count_substring_regex(fixed, _APOSTROPHE_RE)).as_py()
-    if counts is not None and before != after:
-        counts["apostrophes_made_ascii"] += before - after
+    subset = lines.filter(found).to_pylist()
+    classes = _char_classes(subset)
+    fixed = [_mend_apostrophes(line, classes) for line in subset]
+    if counts is not None:
+        made = sum(sum(map(line.count, APOSTROPHES)) for line in subset)
+        made -= sum(sum(map(line.count, APOSTROPHES)) for line in fixed)
+        if made:
+            counts["apostrophes_made_ascii"] += made
     mask = np.zeros(len(lines), dtype=bool)
     mask[rows.to_numpy(zero_copy_only=False)] = True
-    return pc.replace_with_mask(lines, pa.array(mask), fixed)
+    return pc.replace_with_mask(lines, pa.array(mask), pa.array(fixed, pa.string()))
 
 
 def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
