@@ -33,7 +33,7 @@ from pipeline.labels import LabelSet
 from pipeline.schema import encoded_codes
 from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
 from pipeline.text.languages import Language
-from pipeline.text.normalize import SPACES, char_class, value_data, value_offsets
+from pipeline.text.normalize import SPACES, char_class, rows_with_bytes, value_data, value_offsets
 from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
@@ -45,20 +45,27 @@ _UNICODE_SPACE = char_class(SPACES)
 _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
 
 
-def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
+def _separate_glued_marks(lines: pa.Array, table, everywhere: bool = True) -> pa.Array:
     """Put a space after non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).
 
     ASCII marks do occur inside words (3.5, 10,000, well-known) and the en dash in
-    ranges (1990–2000), so they only count at word ends.
+    ranges (1990–2000), so they only count at word ends.  ``everywhere`` False: only where the
+    space splits a token, for a whitespace split (a mark already followed by whitespace, or ending
+    the line, splits nothing: the space would only add an empty token at the line's end, and an
+    empty token is no word, no mark and no loss); a tokenizer is given the space everywhere.
     """
     chars = sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"})
     if not chars or len(lines) == 0:
         return lines
-    non_ascii = pc.invert(pc.string_is_ascii(lines))
-    if not pc.any(non_ascii).as_py():
+    glued = char_class("".join(chars))
+    if everywhere:
+        found = pc.invert(pc.string_is_ascii(lines))
+    else:  # a mark followed by what no whitespace split splits at (these are split at by both)
+        found = pc.match_substring_regex(lines, glued + "[^\\t-\\r ]")
+    if not pc.any(found).as_py():
         return lines
-    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + char_class("".join(chars)) + ")", "\\1 ")
-    return pc.replace_with_mask(lines, non_ascii, spaced)
+    spaced = pc.replace_substring_regex(lines.filter(found), "(" + glued + ")", "\\1 ")
+    return pc.replace_with_mask(lines, found, spaced)
 
 
 def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> pa.Array:
@@ -116,17 +123,24 @@ def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
     rows = np.flatnonzero(nonempty & can_open[data[np.minimum(offsets[:-1], len(data) - 1)]])
     if len(rows) == 0:
         return tokens
-    if len(rows) > 10_000:
+    if len(rows) > len(tokens) // 256:  # trimming every token (7 ns each) beats patching many rows
         return pc.utf8_ltrim(tokens, characters=openers)
     return _patch(tokens, rows, pc.utf8_ltrim(tokens.take(pa.array(rows)), characters=openers))
 
 
+#: the first bytes of the Unicode spaces' UTF-8 (see ``normalize.SPACES``): a text without any of
+#: them holds none, which one look at its bytes tells
+_SPACE_LEADS = np.zeros(256, dtype=bool)
+_SPACE_LEADS[sorted({c.encode()[0] for c in SPACES})] = True
+
+
 def _has_unicode_space(lines: pa.Array) -> bool:
-    """Does a line hold whitespace beyond ASCII's (no-break, em, ideographic spaces...)?"""
-    non_ascii = pc.invert(pc.string_is_ascii(lines))
-    if not pc.any(non_ascii).as_py():
+    """Does a line hold whitespace beyond ASCII's (no-break, em, ideographic spaces...)?  Only the
+    lines with a byte that starts one are looked at (few, or none)."""
+    if len(lines) == 0:
         return False
-    return pc.any(pc.match_substring_regex(lines.filter(non_ascii), _UNICODE_SPACE)).as_py()
+    rows = rows_with_bytes(lines, _SPACE_LEADS, but=0xE0)
+    return bool(len(rows)) and pc.any(pc.match_substring_regex(lines.take(pa.array(rows)), _UNICODE_SPACE)).as_py()
 
 
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
@@ -218,7 +232,7 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
 
         return protocols.label_lines(lines, language, documents)
     table = language.punctuation
-    lines = _separate_glued_marks(lines, table)
+    lines = _separate_glued_marks(lines, table, everywhere=language.tokenize is not None)
     tokens_per_line = _tokens_per_line(lines, language)
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)
