@@ -86,6 +86,29 @@ def test_chinese_quotes_stay_quotes_and_a_latin_name_keeps_its_apostrophe(tmp_pa
     assert report["apostrophes_made_ascii"] == 1
 
 
+def _word_final_by_characters(line: str) -> str:
+    """The word-final rule read character by character (what the scan over quotes must give)."""
+    import unicodedata
+
+    from pipeline.text.normalize import _CJK_CHAR
+
+    out, open_quotes = [], 0
+    for i, char in enumerate(line):
+        if char == "\u2018":
+            open_quotes += 1
+        elif char in "\u2019\u02bc":
+            before = line[i - 1] if i > 0 else ""
+            after_word = bool(before) and (
+                (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
+            )
+            if after_word and (char == "\u02bc" or not open_quotes):
+                char = "'"
+            elif char == "\u2019" and open_quotes:
+                open_quotes -= 1
+        out.append(char)
+    return "".join(out)
+
+
 def _apostrophes_by_re2(lines: list[str]) -> list[str]:
     """What the RE2 patterns say (the specification that the Python scan follows)."""
     import pyarrow.compute as pc
@@ -96,7 +119,7 @@ def _apostrophes_by_re2(lines: list[str]) -> list[str]:
     for _ in range(2):
         fixed = pc.replace_substring_regex(fixed, normalize._IN_WORD_RE, r"\1'\2")
     final = pc.match_substring_regex(fixed, normalize._WORD_FINAL_RE).to_pylist()
-    return [normalize._word_final_apostrophes(line) if f else line for line, f in zip(fixed.to_pylist(), final)]
+    return [_word_final_by_characters(line) if f else line for line, f in zip(fixed.to_pylist(), final)]
 
 
 def test_apostrophe_scan_does_what_the_re2_patterns_do(shared):

@@ -164,25 +164,29 @@ _CJK_CHAR = re.compile(
 )
 
 
+_QUOTES_AND_APOSTROPHES = re.compile("[\u2018\u2019\u02bc]")
+
+
 def _word_final_apostrophes(line: str) -> str:
     """``drivers’`` -> ``drivers'`` (a plural possessive), but a right single quote that closes a
     left one opened earlier in the line stays a quote (``‘the drivers’``).  A modifier letter
     apostrophe is never a quote."""
-    out, open_quotes = [], 0
-    for i, char in enumerate(line):
+    out, done, open_quotes = [], 0, 0
+    for found in _QUOTES_AND_APOSTROPHES.finditer(line):
+        i, char = found.start(), found.group()
         if char == "\u2018":
             open_quotes += 1
-        elif char in "\u2019\u02bc":
-            before = line[i - 1] if i > 0 else ""
-            after_word = bool(before) and (
-                (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
-            )
-            if after_word and (char == "\u02bc" or not open_quotes):
-                char = "'"
-            elif char == "\u2019" and open_quotes:
-                open_quotes -= 1
-        out.append(char)
-    return "".join(out)
+            continue
+        before = line[i - 1] if i > 0 else ""
+        after_word = bool(before) and (
+            (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
+        )
+        if after_word and (char == "\u02bc" or not open_quotes):
+            out += [line[done:i], "'"]
+            done = i + 1
+        elif char == "\u2019" and open_quotes:
+            open_quotes -= 1
+    return "".join(out) + line[done:] if out else line
 
 
 #: what RE2 (Arrow's regex engine, that the patterns above are written for) takes each character
@@ -190,11 +194,22 @@ def _word_final_apostrophes(line: str) -> str:
 #: itself as new characters come, so the scans below decide as the patterns would (Python's own
 #: Unicode tables are of another version); a process soon knows its languages' alphabets.
 _LETTER_BIT, _MARK_BIT, _ANY_LETTER_BIT = 1, 2, 4
-_CHAR_CLASSES: dict[str, int] = {}
 
 
-def _char_classes(lines: list[str]) -> dict[str, int]:
-    new = sorted(set().union(*map(set, lines)) - _CHAR_CLASSES.keys())
+class _Classes(dict):
+    """A character not met yet (beyond what :func:`ascii_apostrophes` asks for first: a long run of
+    marks before an apostrophe) is asked of RE2 when a scan comes to it."""
+
+    def __missing__(self, char: str) -> int:
+        return _char_classes([char])[char]
+
+
+_CHAR_CLASSES = _Classes()
+
+
+def _char_classes(texts: list[str]) -> dict[str, int]:
+    """:data:`_CHAR_CLASSES`, knowing every character of ``texts``."""
+    new = sorted(set().union(*map(set, texts)) - _CHAR_CLASSES.keys())
     if new:
         chars = pa.array(new, pa.string())
         bits = np.zeros(len(new), dtype=np.int64)
@@ -265,7 +280,11 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
         return lines
     rows = pc.indices_nonzero(found)
     subset = lines.filter(found).to_pylist()
-    classes = _char_classes(subset)
+    # the scans look at the characters around apostrophes: a letter after, marks and a letter before
+    _char_classes(
+        [line[max(0, m.start() - 3) : m.start() + 2] for line in subset for m in _ANY_APOSTROPHE.finditer(line)]
+    )
+    classes = _CHAR_CLASSES
     fixed = [_mend_apostrophes(line, classes) for line in subset]
     if counts is not None:
         made = sum(sum(map(line.count, APOSTROPHES)) for line in subset)

@@ -110,8 +110,11 @@ class Language:
         if not pc.any(found).as_py():
             return lines
         subset = clean_lines(lines.filter(found), self.keep_joiners, counts)
-        if block is not None:
-            subset = _normalize_as_block(subset, block)
+        if block is not None:  # of these, the lines it rewrites (most need NFC only: Bangla's য়)
+            rewritten = pc.match_substring_regex(subset, self.block_rewrites).fill_null(False)
+            if pc.any(rewritten).as_py():
+                normalized = _normalize_as_block(subset.filter(rewritten), block)
+                subset = pc.replace_with_mask(subset, rewritten, normalized)
         return pc.replace_with_mask(lines, found, subset)
 
     def normalize_text(self, text: str, counts: Counter | None = None) -> pyarrow.Array:
