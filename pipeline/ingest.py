@@ -144,6 +144,12 @@ class IngestStep:
             result.table = _suffixed_ids(result.table, str(shard.path), suffix)
         if self.spoken and result.table is not None and result.table.num_rows:
             from pipeline.text.spoken import speak_table
+
+            # the grammars read the words as strings, not as a dictionary (the writer encodes them again)
+            index = result.table.schema.get_field_index("words")
+            words = result.table.column(index).cast(pa.list_(pa.string()))
+            field = result.table.schema.field(index).with_type(words.type)
+            result.table = result.table.set_column(index, field, words)
             from pipeline.text.verbalize import get_verbalizer
 
             result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang), language.labels)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LabelSet
 from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
-from pipeline.text.normalize import cased_bytes, non_ascii_rows, rows_with_bytes
+from pipeline.text.normalize import non_ascii_rows
 
 
 @dataclass
@@ -30,6 +30,9 @@ class Labelled:
     dropped: Counter = field(default_factory=Counter)
     #: facts worth a count that lose nothing (abbreviations read as sentence ends, or left unresolved)
     stats: Counter = field(default_factory=Counter)
+    #: ``words`` with its values dictionary-encoded exactly as ``pc.dictionary_encode`` encodes them
+    #: (as they are written), where the labelling had them so (None: not given)
+    encoded_words: pa.ListArray | None = None
 
     def __len__(self) -> int:
         return len(self.words)
@@ -68,41 +71,43 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
     (lowercased, or as written).  Exactly :func:`pipeline.text.case.apply_case`'s inverse: ASCII words
     starting with a letter are decided by Arrow's ASCII kernels (which do what Python does there),
     every other word that is not its own lowercase by the Python rule itself."""
+    codes = case_codes(original, stored)
+    return encoded_codes(CASE_VALUES, codes), mixed_case_forms(original, codes)
+
+
+def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
+    """The case label of each word as codes (``CASE_TO_ID``): see :func:`case_labels`."""
     codes = np.zeros(len(original), dtype=np.int8)
-    surface_rows: list[int] = []
-    if len(original):
-        if stored is original and original.type == pa.string():  # only a cased character lowercases
-            rows = rows_with_bytes(original, cased_bytes(), but=0xE0)  # U+0800-0FFF: Indic scripts
-            candidates = original.take(pa.array(rows))
-            differ = pc.not_equal(candidates, pc.utf8_lower(candidates)).to_numpy(zero_copy_only=False)
-            differs = rows[differ]
-        else:
-            lowered = pc.utf8_lower(original) if stored is original else stored
-            differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
-        if len(differs):
-            subset = original.take(pa.array(differs))
-            low = pc.utf8_lower(subset) if stored is original else stored.take(pa.array(differs))
-            simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
-                zero_copy_only=False
-            )
-            rows, orig_s, low_s = differs[simple], subset.filter(pa.array(simple)), low.filter(pa.array(simple))
-            is_u = pc.equal(orig_s, pc.ascii_capitalize(low_s)).to_numpy(zero_copy_only=False)
-            is_a = pc.equal(orig_s, pc.ascii_upper(low_s)).to_numpy(zero_copy_only=False) & ~is_u
-            codes[rows] = np.where(is_u, _U, np.where(is_a, _A, _M))
-            surface_rows += rows[~is_u & ~is_a].tolist()
-            for row, word, kept in zip(
-                differs[~simple].tolist(),
-                subset.filter(pa.array(~simple)).to_pylist(),
-                low.filter(pa.array(~simple)).to_pylist(),
-            ):
-                label, _ = case_of_stored(word, kept)
-                codes[row] = CASE_TO_ID[label]
-                if label == "M":
-                    surface_rows.append(row)
+    if not len(original):
+        return codes
+    lowered = stored if stored is not original else pc.utf8_lower(original)
+    differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
+    if not len(differs):
+        return codes
+    subset = original.take(pa.array(differs))
+    low = lowered.take(pa.array(differs))
+    simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
+        zero_copy_only=False
+    )
+    rows, orig_s, low_s = differs[simple], subset.filter(pa.array(simple)), low.filter(pa.array(simple))
+    is_u = pc.equal(orig_s, pc.ascii_capitalize(low_s)).to_numpy(zero_copy_only=False)
+    is_a = pc.equal(orig_s, pc.ascii_upper(low_s)).to_numpy(zero_copy_only=False) & ~is_u
+    codes[rows] = np.where(is_u, _U, np.where(is_a, _A, _M))
+    for row, word, kept in zip(
+        differs[~simple].tolist(),
+        subset.filter(pa.array(~simple)).to_pylist(),
+        low.filter(pa.array(~simple)).to_pylist(),
+    ):
+        codes[row] = CASE_TO_ID[case_of_stored(word, kept)[0]]
+    return codes
+
+
+def mixed_case_forms(original: pa.Array, codes: np.ndarray) -> pa.Array:
+    """The word as written where its case label is ``M``, else null."""
     surface = pa.nulls(len(original), pa.string())
-    if surface_rows:
-        rows = np.sort(np.array(surface_rows, dtype=np.int64))
+    rows = np.flatnonzero(codes == _M)
+    if len(rows):
         mask = np.zeros(len(original), dtype=bool)
         mask[rows] = True
         surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
-    return encoded_codes(CASE_VALUES, codes), surface
+    return surface

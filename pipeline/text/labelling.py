@@ -30,11 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.labels import LabelSet
-from pipeline.schema import encoded_codes
-from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
+from pipeline.schema import CASE_VALUES, encoded_codes
+from pipeline.text.labelled import Labelled, _lower, _patch, case_codes, mixed_case_forms
 from pipeline.text.languages import Language
 from pipeline.text.normalize import SPACES, char_class, rows_with_bytes, value_data, value_offsets
-from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
+from pipeline.text.scripts import OTHER_SCRIPT_WORDS, word_script
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
@@ -248,9 +248,13 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
 
     is_word = body_len > 0
     stats: Counter = Counter()
+    # the bodies' distinct values (a tenth of the tokens): scripts and case are read once for each,
+    # and the words come out dictionary-encoded as they are written
+    distinct = pc.dictionary_encode(body)
+    body_index = distinct.indices.to_numpy(zero_copy_only=False)
     other = np.zeros(len(codes), dtype=bool)
     if language.drop_other_scripts and language.scripts and not keep_other_scripts:
-        other = _drop_other_scripts(body, is_word, language.scripts, dropped, stats)
+        other = _drop_other_scripts(distinct.dictionary, body_index, is_word, language.scripts, dropped, stats)
         is_word = is_word & ~other
     if len(abbreviation_rows):
         # the label the period would give, were the word no abbreviation
@@ -261,20 +265,43 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    original = body.filter(pa.array(is_word))
-    words = _lower(original) if language.lowercase else original
-    case, surface = case_labels(original, words)
+    encoded, originals, index = _distinct_words(distinct.dictionary, body_index[is_word], language.lowercase)
+    words = encoded.dictionary.take(encoded.indices)
+    case_of_word = case_codes(originals, _lower(originals) if language.lowercase else originals)[index]
+    surface = mixed_case_forms(originals.take(pa.array(index)), case_of_word)
     offsets = pa.array(offsets.astype(np.int32))
     labels = encoded_codes(table.labels.values, word_codes)
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),
-        case=pa.ListArray.from_arrays(offsets, case),
+        case=pa.ListArray.from_arrays(offsets, encoded_codes(CASE_VALUES, case_of_word)),
         surface=pa.ListArray.from_arrays(offsets, surface),
         dropped=dropped,
         label_set=table.labels,
         stats=stats,
+        encoded_words=pa.ListArray.from_arrays(offsets, encoded),
     )
+
+
+def _distinct_words(
+    values: pa.Array, word_index: np.ndarray, lowercase: bool
+) -> tuple[pa.DictionaryArray, pa.Array, np.ndarray]:
+    """The words (``values[word_index]``, lowercased if ``lowercase``) dictionary-encoded exactly as
+    ``pc.dictionary_encode`` encodes them, ``values`` being distinct and in order of first appearance
+    (a dictionary's); and the distinct words as written with each word's index into them.
+
+    Whether a value is a word depends on the value alone, so the values used, in their order, are
+    the words' distinct values in order of first appearance; lowercasing may make two of them one,
+    which a second encoding, in that order, merges at the first."""
+    used = np.zeros(len(values), dtype=bool)
+    used[word_index] = True
+    index = (np.cumsum(used) - 1)[word_index]
+    originals = values.filter(pa.array(used))
+    if not lowercase:
+        return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), originals), originals, index
+    lowered = pc.dictionary_encode(_lower(originals))
+    merged = lowered.indices.to_numpy(zero_copy_only=False)[index]
+    return pa.DictionaryArray.from_arrays(pa.array(merged, pa.int32()), lowered.dictionary), originals, index
 
 
 def _tokens_per_line(lines: pa.Array, language: Language) -> pa.ListArray:
@@ -336,16 +363,24 @@ def _trailing_marks(
 
 
 def _drop_other_scripts(
-    body: pa.Array, is_word: np.ndarray, scripts: tuple[str, ...], dropped: Counter, stats: Counter
+    values: pa.Array,
+    body_index: np.ndarray,
+    is_word: np.ndarray,
+    scripts: tuple[str, ...],
+    dropped: Counter,
+    stats: Counter,
 ) -> np.ndarray:
-    """The words in another script than ``scripts``, counted as dropped (and by script in ``stats``)."""
+    """The words in another script than ``scripts``, counted as dropped (and by script in ``stats``);
+    the bodies given as their distinct ``values`` and each one's index into them."""
     # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
-    other = _other_script(body, scripts) & is_word
+    other = _other_script(values, scripts)[body_index] & is_word
     if other.any():
         dropped["word_in_other_script"] += int(other.sum())
         # by script: ingest refuses a corpus mostly in another script than its language's
-        for script, n in script_tally(body.filter(pa.array(other))).items():
-            stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
+        occurrences = np.bincount(body_index[other], minlength=len(values))
+        present = np.flatnonzero(occurrences)
+        for word, n in zip(values.take(pa.array(present)).to_pylist(), occurrences[present].tolist()):
+            stats[f"{OTHER_SCRIPT_WORDS}:{word_script(word) or 'none'}"] += n
     return other
 
 

@@ -375,21 +375,6 @@ def rows_with_bytes(strings: pa.Array, table: np.ndarray, but: int | None = None
     return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
 
 
-@functools.cache
-def cased_bytes() -> np.ndarray:
-    """The bytes that may belong to a character Arrow's ``utf8_lower`` changes: A-Z, and the first
-    bytes of multi-byte characters but the three-byte ones whose 4,096 characters all lowercase to
-    themselves (Indic scripts, CJK, Hangul...: asked of ``utf8_lower`` itself, once per process)."""
-    table = np.zeros(256, dtype=bool)
-    table[ord("A") : ord("Z") + 1] = True
-    table[0xC0:] = True
-    for lead in range(0xE0, 0xF0):
-        block = range(max((lead - 0xE0) << 12, 0x800), (lead - 0xDF) << 12)
-        chars = pa.array([chr(c) for c in block if not 0xD800 <= c < 0xE000], pa.string())
-        table[lead] = not pc.all(pc.equal(pc.utf8_lower(chars), chars)).as_py()
-    return table
-
-
 def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())
