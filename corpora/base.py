@@ -69,9 +69,7 @@ def lines_table(
 ) -> pa.Table:
     """Segments of the ``keep`` lines of a labelled block (``labels`` replaces the labelled ones)."""
     labels = labels if labels is not None else labelled.labels
-    # the words as they are written, where the labelling encoded them (the writer then keeps them)
-    words = labelled.encoded_words if labelled.encoded_words is not None else labelled.words
-    columns = (words, labels, labelled.case, labelled.surface)
+    columns = (labelled.words, labels, labelled.case, labelled.surface)
     if not keep.all():
         columns = tuple(_keep_rows(column, keep) for column in columns)
         doc_names, seg = [name for name, k in zip(doc_names, keep) if k], seg[keep]

@@ -102,7 +102,8 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
     counts.stats["blank_lines"] += int(blank.sum())
     lines = language.normalize(lines, counts.stats)
     names, seg = numbering(shard, blank, options.doc_boundary)
-    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names)
+    # the words encoded as they are written: the writer keeps them so
+    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names, encoded=True)
     counts.dropped.update(labelled.dropped)
     if not transcript:  # a transcript's labels are stripped: how its abbreviations read does not matter
         counts.stats.update(labelled.stats)

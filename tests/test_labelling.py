@@ -238,3 +238,30 @@ def test_other_script_words_found_by_the_letter_test_on_the_rest_only():
         both = pc.and_(pc.match_substring_regex(array, r"\pL"), pc.invert(pc.match_substring_regex(array, own)))
         assert _other_script(array, scripts).tolist() == both.to_pylist()
     assert _other_script(array.slice(1, 3), ("Devanagari",)).tolist() == [True, False, False]
+
+
+def test_case_and_initialism_reads_in_python_match_the_re2_patterns(shared):
+    """Initialisms, cased lines and capital or small first letters are read in Python with RE2's
+    own classes of each character: on random strings of capitals, small letters, periods, marks,
+    digits and caseless letters, and on the real English and Indic lines, they give what the RE2
+    patterns give."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelling import _INITIALISM, LOWER, UPPER, _cased, _initialisms, _starts_with
+
+    pool = [*"AbZy.é.É1 ", "\u0915", "\u093e", "\u0301", "\u01c5", "\u4e2d", "\u0130", "\u03a3", "\u1e9e"]
+    rng = random.Random(44)
+    made = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 7))) for _ in range(20_000)]
+    real = []
+    for path in [*sorted((shared / "indic/flores").glob("*.devtest"))[:3], *sorted(shared.glob("iwslt_en_raw/*"))]:
+        real += path.read_text(encoding="utf-8").split("\n")
+    texts = made + real + [w for line in real for w in line.split()]
+    array = pa.array(texts, pa.string())
+    assert _initialisms(array).tolist() == pc.match_substring_regex(array, _INITIALISM).to_pylist()
+    both = pc.and_(pc.match_substring_regex(array, r"\p{Lu}"), pc.match_substring_regex(array, r"\p{Ll}"))
+    assert _cased(texts).tolist() == both.to_pylist()
+    assert _starts_with(texts, UPPER).tolist() == pc.match_substring_regex(array, r"^\p{Lu}").to_pylist()
+    assert _starts_with(texts, LOWER).tolist() == pc.match_substring_regex(array, r"^\p{Ll}").to_pylist()

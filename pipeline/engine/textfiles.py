@@ -379,13 +379,12 @@ def read_shard_lines(shard: LineShard) -> tuple[pa.Array, np.ndarray]:
         and (nexts[ended] - ends[ended] == 1).all()
         and (array[ends[ended]] == 10).all()
     ):
-        keep = array != 10  # LF endings only: every byte but the line feeds
+        values = data.replace(b"\n", b"")  # LF endings only: every byte but the line feeds
     else:  # CR, CRLF or a BOM: the bytes inside [start, end) of each line (the ranges are disjoint)
         inside = np.zeros(len(array) + 1, dtype=np.int8)
         inside[starts] += 1
         inside[ends] -= 1
-        keep = np.cumsum(inside[:-1], dtype=np.int8) > 0
-    values = array[keep]
+        values = array[np.cumsum(inside[:-1], dtype=np.int8) > 0]
     if offsets[-1] >= 1 << 31:
         raise errors.InputError(f"{shard.path}: a shard of 2 GiB of text or more: use smaller shard_lines")
     lines = pa.StringArray.from_buffers(

@@ -30,9 +30,6 @@ class Labelled:
     dropped: Counter = field(default_factory=Counter)
     #: facts worth a count that lose nothing (abbreviations read as sentence ends, or left unresolved)
     stats: Counter = field(default_factory=Counter)
-    #: ``words`` with its values dictionary-encoded exactly as ``pc.dictionary_encode`` encodes them
-    #: (as they are written), where the labelling had them so (None: not given)
-    encoded_words: pa.ListArray | None = None
 
     def __len__(self) -> int:
         return len(self.words)
@@ -72,7 +69,8 @@ def case_labels(original: pa.Array, stored: pa.Array) -> tuple[pa.Array, pa.Arra
     starting with a letter are decided by Arrow's ASCII kernels (which do what Python does there),
     every other word that is not its own lowercase by the Python rule itself."""
     codes = case_codes(original, stored)
-    return encoded_codes(CASE_VALUES, codes), mixed_case_forms(original, codes)
+    mixed = np.flatnonzero(codes == _M)
+    return encoded_codes(CASE_VALUES, codes), mixed_case_forms(len(original), mixed, original.take(pa.array(mixed)))
 
 
 def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
@@ -102,12 +100,11 @@ def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
     return codes
 
 
-def mixed_case_forms(original: pa.Array, codes: np.ndarray) -> pa.Array:
-    """The word as written where its case label is ``M``, else null."""
-    surface = pa.nulls(len(original), pa.string())
-    rows = np.flatnonzero(codes == _M)
+def mixed_case_forms(n: int, rows: np.ndarray, forms: pa.Array) -> pa.Array:
+    """``n`` nulls but at ``rows`` (sorted: the words whose case label is ``M``), their ``forms``."""
+    surface = pa.nulls(n, pa.string())
     if len(rows):
-        mask = np.zeros(len(original), dtype=bool)
+        mask = np.zeros(n, dtype=bool)
         mask[rows] = True
-        surface = pc.replace_with_mask(surface, pa.array(mask), original.take(pa.array(rows)))
+        surface = pc.replace_with_mask(surface, pa.array(mask), forms)
     return surface

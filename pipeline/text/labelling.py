@@ -23,17 +23,29 @@ few tokens that carry marks), so it runs at millions of words per second.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections import Counter
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import LabelSet
+from pipeline.labels import CASE_TO_ID, LabelSet
 from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.labelled import Labelled, _lower, _patch, case_codes, mixed_case_forms
 from pipeline.text.languages import Language
-from pipeline.text.normalize import SPACES, char_class, rows_with_bytes, value_data, value_offsets
+from pipeline.text.normalize import (
+    LETTER,
+    LOWER,
+    SPACES,
+    UPPER,
+    char_class,
+    char_classes,
+    rows_with_bytes,
+    value_data,
+    value_offsets,
+)
 from pipeline.text.scripts import OTHER_SCRIPT_WORDS, word_script
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
@@ -147,17 +159,59 @@ def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
-# a capital initial (George W. Bush) comes before the rest of a name
-_CAPITAL_INITIAL = r"^\p{Lu}$"
+def _is_initialism(body: str, classes: dict[str, int]) -> bool:
+    r"""Does ``_INITIALISM`` (``^(\pL\.)+\pL$|^\p{Lu}$``) match ``body``: letters each followed by a
+    period but the last (``u.s``), or a single capital?  Read with RE2's own classes."""
+    if len(body) == 1:
+        return bool(classes[body] & UPPER)
+    return (
+        len(body) % 2 == 1
+        and len(body) > 1
+        and all(c == "." for c in body[1::2])
+        and all(classes[c] & LETTER for c in body[::2])
+    )
+
+
+def _initialisms(bodies: pa.Array) -> np.ndarray:
+    """Which bodies are initialisms (:func:`_is_initialism`); only a single character or a body
+    with a period can be one, and those are looked at in Python."""
+    length = pc.utf8_length(bodies)
+    maybe = pc.or_(pc.equal(length, 1), pc.match_substring(bodies, "."))
+    out = np.zeros(len(bodies), dtype=bool)
+    rows = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
+    if len(rows):
+        candidates = bodies.take(pa.array(rows)).to_pylist()
+        classes = char_classes(candidates)
+        out[rows] = [_is_initialism(body, classes) for body in candidates]
+    return out
 
 
 def _before_name(bodies: pa.Array, language: Language) -> np.ndarray:
-    """Which abbreviations (their words without the period) are written before a name."""
+    """Which abbreviations (their words without the period) are written before a name: listed
+    (titles), or a capital initial (George W. Bush) before the rest of a name."""
     listed = pc.is_in(
         pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
         value_set=pa.array(sorted(language.abbreviations_before_name), pa.string()),
-    )
-    return pc.or_(listed, pc.match_substring_regex(bodies, _CAPITAL_INITIAL)).to_numpy(zero_copy_only=False)
+    ).to_numpy(zero_copy_only=False)
+    classes = char_classes([])
+    initial = [len(body) == 1 and bool(classes[body] & UPPER) for body in bodies.to_pylist()]
+    return listed | np.array(initial, dtype=bool)
+
+
+def _cased(texts: list[str]) -> np.ndarray:
+    r"""Which texts hold a capital and a small letter (RE2's ``\p{Lu}`` and ``\p{Ll}``), read with RE2's
+    classes of their distinct characters."""
+    texts = [set(text) for text in texts]
+    classes = char_classes(texts)
+    bits = [functools.reduce(operator.or_, map(classes.__getitem__, chars), 0) for chars in texts]
+    return np.array([b & UPPER and b & LOWER for b in bits], dtype=bool)
+
+
+def _starts_with(words: list[str], bit: int) -> np.ndarray:
+    r"""Which words start with a character of class ``bit`` (``^\p{Lu}``: :data:`UPPER`)."""
+    firsts = [word[:1] for word in words]
+    classes = char_classes(firsts)
+    return np.array([bool(first) and bool(classes[first] & bit) for first in firsts], dtype=bool)
 
 
 def _abbreviation_ends(
@@ -206,12 +260,9 @@ def _abbreviation_ends(
     rows, line, following = rows[~before_name], line[~before_name], following[~before_name]
     if not len(rows):
         return
-    texts = lines.take(pa.array(line))
-    cased = pc.and_(pc.match_substring_regex(texts, r"\p{Lu}"), pc.match_substring_regex(texts, r"\p{Ll}"))
-    cased = cased.to_numpy(zero_copy_only=False)
-    nexts = body.take(pa.array(following))
-    capital = pc.match_substring_regex(nexts, r"^\p{Lu}").to_numpy(zero_copy_only=False)
-    small = pc.match_substring_regex(nexts, r"^\p{Ll}").to_numpy(zero_copy_only=False)
+    cased = _cased(lines.take(pa.array(line)).to_pylist())
+    nexts = body.take(pa.array(following)).to_pylist()
+    capital, small = _starts_with(nexts, UPPER), _starts_with(nexts, LOWER)
     ends = cased & capital
     codes[rows[ends]] = period
     stats["abbreviation_sentence_ends"] += int(ends.sum())
@@ -219,13 +270,17 @@ def _abbreviation_ends(
     stats["abbreviation_end_unresolved:next_word_uncased"] += int((cased & ~capital & ~small).sum())
 
 
-def label_lines(lines, language: Language, keep_other_scripts: bool = False, documents=None) -> Labelled:
+def label_lines(
+    lines, language: Language, keep_other_scripts: bool = False, documents=None, encoded: bool = False
+) -> Labelled:
     """Label each line of punctuated text.  ``lines`` are already normalized.
 
     ``keep_other_scripts``: keep words in another script than the language's even where the
     language drops them (an ASR hypothesis is what it is: every word stays).  ``documents``: a
     document key per line (None: one document), for a paper protocol that rewrites a document's
-    lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line."""
+    lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line.
+    ``encoded``: the words' values may come dictionary-encoded exactly as ``pc.dictionary_encode``
+    encodes them (as a dataset is written: the writer keeps them), not as strings."""
     lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     if language.relabelled:
         from pipeline.text import protocols
@@ -265,10 +320,12 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    encoded, originals, index = _distinct_words(distinct.dictionary, body_index[is_word], language.lowercase)
-    words = encoded.dictionary.take(encoded.indices)
+    words, originals, index = _distinct_words(distinct.dictionary, body_index[is_word], language.lowercase)
+    if not encoded:
+        words = body.filter(pa.array(is_word)) if not language.lowercase else words.dictionary.take(words.indices)
     case_of_word = case_codes(originals, _lower(originals) if language.lowercase else originals)[index]
-    surface = mixed_case_forms(originals.take(pa.array(index)), case_of_word)
+    mixed = np.flatnonzero(case_of_word == CASE_TO_ID["M"])
+    surface = mixed_case_forms(len(index), mixed, originals.take(pa.array(index[mixed])))
     offsets = pa.array(offsets.astype(np.int32))
     labels = encoded_codes(table.labels.values, word_codes)
     return Labelled(
@@ -279,7 +336,6 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
         dropped=dropped,
         label_set=table.labels,
         stats=stats,
-        encoded_words=pa.ListArray.from_arrays(offsets, encoded),
     )
 
 
@@ -337,18 +393,20 @@ def _trailing_marks(
         return codes, body, abbreviation_rows, before_name
     marked_body = body.take(pa.array(has_tail))
     tails = _suffixes(tokens, has_tail, body_len[has_tail])
-    # abbreviations keep one period of their tail
-    abbrev = pc.and_(
-        pc.starts_with(tails, "."),
-        pc.or_(
-            pc.is_in(
-                pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
-                value_set=pa.array(sorted(language.abbreviations), pa.string()),
-            ),
-            pc.match_substring_regex(marked_body, _INITIALISM),
-        ),
-    )
-    if pc.any(abbrev).as_py():
+    # abbreviations keep one period of their tail (only a tail that starts with one is looked at)
+    dotted = np.flatnonzero(pc.starts_with(tails, ".").to_numpy(zero_copy_only=False))
+    abbrev_rows = np.zeros(0, dtype=np.int64)
+    if len(dotted):
+        bodies = marked_body.take(pa.array(dotted))
+        listed = pc.is_in(
+            pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
+            value_set=pa.array(sorted(language.abbreviations), pa.string()),
+        ).to_numpy(zero_copy_only=False)
+        abbrev_rows = dotted[listed | _initialisms(bodies)]
+    if len(abbrev_rows):
+        abbrev = np.zeros(len(has_tail), dtype=bool)
+        abbrev[abbrev_rows] = True
+        abbrev = pa.array(abbrev)
         tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
         rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
         abbreviation_rows = rows

@@ -189,31 +189,37 @@ def _word_final_apostrophes(line: str) -> str:
     return "".join(out) + line[done:] if out else line
 
 
-#: what RE2 (Arrow's regex engine, that the patterns above are written for) takes each character
-#: met so far for: a letter of ``_LETTER``, a mark (``\p{M}``), a letter (``\p{L}``).  Asked of RE2
-#: itself as new characters come, so the scans below decide as the patterns would (Python's own
-#: Unicode tables are of another version); a process soon knows its languages' alphabets.
-_LETTER_BIT, _MARK_BIT, _ANY_LETTER_BIT = 1, 2, 4
+#: what RE2 (Arrow's regex engine) takes each character met so far for: a letter of ``_LETTER`` (a
+#: letter of a script that writes apostrophes), a mark (``\p{M}``), a letter (``\p{L}``), an
+#: uppercase or a lowercase letter (``\p{Lu}``, ``\p{Ll}``).  Asked of RE2 itself as new characters
+#: come, so a scan in Python decides as an RE2 pattern would (Python's own Unicode tables are of
+#: another version), without compiling RE2's Unicode classes for every shard (a millisecond or
+#: more each); a process soon knows its languages' alphabets.
+LETTER_WITH_APOSTROPHES, MARK, LETTER, UPPER, LOWER = 1, 2, 4, 8, 16
+_CLASS_PATTERNS = ((LETTER_WITH_APOSTROPHES, _LETTER), (MARK, r"\p{M}"), (LETTER, r"\p{L}"))
+_CLASS_PATTERNS += ((UPPER, r"\p{Lu}"), (LOWER, r"\p{Ll}"))
+_LETTER_BIT, _MARK_BIT, _ANY_LETTER_BIT = LETTER_WITH_APOSTROPHES, MARK, LETTER
 
 
 class _Classes(dict):
-    """A character not met yet (beyond what :func:`ascii_apostrophes` asks for first: a long run of
-    marks before an apostrophe) is asked of RE2 when a scan comes to it."""
+    """A character not met yet (one :func:`char_classes` was not asked about first) is asked of RE2
+    when a scan comes to it."""
 
     def __missing__(self, char: str) -> int:
-        return _char_classes([char])[char]
+        return char_classes([char])[char]
 
 
 _CHAR_CLASSES = _Classes()
 
 
-def _char_classes(texts: list[str]) -> dict[str, int]:
-    """:data:`_CHAR_CLASSES`, knowing every character of ``texts``."""
+def char_classes(texts) -> dict[str, int]:
+    """The classes (bits: :data:`LETTER`, :data:`UPPER`...) of every character met so far, knowing
+    every character of ``texts`` (strings); any other is looked up when asked for."""
     new = sorted(set().union(*map(set, texts)) - _CHAR_CLASSES.keys())
     if new:
         chars = pa.array(new, pa.string())
         bits = np.zeros(len(new), dtype=np.int64)
-        for bit, pattern in ((_LETTER_BIT, _LETTER), (_MARK_BIT, r"\p{M}"), (_ANY_LETTER_BIT, r"\p{L}")):
+        for bit, pattern in _CLASS_PATTERNS:
             bits[pc.match_substring_regex(chars, f"^{pattern}$").to_numpy(zero_copy_only=False)] |= bit
         _CHAR_CLASSES.update(zip(new, bits.tolist()))
     return _CHAR_CLASSES
@@ -281,7 +287,7 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
     rows = pc.indices_nonzero(found)
     subset = lines.filter(found).to_pylist()
     # the scans look at the characters around apostrophes: a letter after, marks and a letter before
-    _char_classes(
+    char_classes(
         [line[max(0, m.start() - 3) : m.start() + 2] for line in subset for m in _ANY_APOSTROPHE.finditer(line)]
     )
     classes = _CHAR_CLASSES
