@@ -144,7 +144,7 @@ def test_fast_paths_equal_the_plain_kernels():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.text.labelling import _has_unicode_space, _lower, _strip_openers
+    from pipeline.text.labelling import _lower, _split_glued_marks, _strip_openers
     from pipeline.text.normalize import non_ascii_rows
 
     openers = "".join(sorted(get_language("en").punctuation.openers))
@@ -157,8 +157,14 @@ def test_fast_paths_equal_the_plain_kernels():
     sliced = pa.array(words, pa.string()).slice(3, 4)  # offsets that do not start at 0
     assert non_ascii_rows(sliced).tolist() == [0, 1, 2]
     assert _lower(sliced).to_pylist() == ["émile", "école", "’tis", ""]
-    assert not _has_unicode_space(pa.array(["a b\tc", "é f"]))
-    assert _has_unicode_space(pa.array(["a b", "é\u00a0f"])) and _has_unicode_space(pa.array(["\u3000"]))
+    table = get_language("hi").punctuation
+    assert _split_glued_marks(pa.array(["a b\tc", "é f", "है। फिर", "अब।"]), table) == (
+        pa.array(["a b\tc", "é f", "है। फिर", "अब।"]),
+        False,
+    )
+    lines, unicode_space = _split_glued_marks(pa.array(["a b", "é\u00a0f", "है।फिर", "अब।"]), table)
+    assert lines.to_pylist() == ["a b", "é\u00a0f", "है। फिर", "अब।"] and unicode_space
+    assert _split_glued_marks(pa.array(["\u3000"]), table)[1]
 
 
 def test_every_whitespace_of_the_utf8_split_separates_words():

@@ -42,7 +42,6 @@ from pipeline.text.normalize import (
     UPPER,
     char_class,
     char_classes,
-    rows_with_bytes,
     value_data,
     value_offsets,
 )
@@ -57,27 +56,45 @@ _UNICODE_SPACE = char_class(SPACES)
 _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
 
 
-def _separate_glued_marks(lines: pa.Array, table, everywhere: bool = True) -> pa.Array:
-    """Put a space after non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).
+def _glued_chars(table) -> str:
+    """The non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).  ASCII marks
+    do occur inside words (3.5, 10,000, well-known) and the en dash in ranges (1990–2000), so
+    they only count at word ends."""
+    return "".join(sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"}))
 
-    ASCII marks do occur inside words (3.5, 10,000, well-known) and the en dash in
-    ranges (1990–2000), so they only count at word ends.  ``everywhere`` False: only where the
-    space splits a token, for a whitespace split (a mark already followed by whitespace, or ending
-    the line, splits nothing: the space would only add an empty token at the line's end, and an
-    empty token is no word, no mark and no loss); a tokenizer is given the space everywhere.
-    """
-    chars = sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"})
+
+def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
+    """Put a space after every glued mark (:func:`_glued_chars`): what a tokenizer is given."""
+    chars = _glued_chars(table)
     if not chars or len(lines) == 0:
         return lines
-    glued = char_class("".join(chars))
-    if everywhere:
-        found = pc.invert(pc.string_is_ascii(lines))
-    else:  # a mark followed by what no whitespace split splits at (these are split at by both)
-        found = pc.match_substring_regex(lines, glued + "[^\\t-\\r ]")
+    found = pc.invert(pc.string_is_ascii(lines))
     if not pc.any(found).as_py():
         return lines
-    spaced = pc.replace_substring_regex(lines.filter(found), "(" + glued + ")", "\\1 ")
+    spaced = pc.replace_substring_regex(lines.filter(found), "(" + char_class(chars) + ")", "\\1 ")
     return pc.replace_with_mask(lines, found, spaced)
+
+
+def _split_glued_marks(lines: pa.Array, table) -> tuple[pa.Array, bool]:
+    """For a whitespace split: a space after the glued marks (:func:`_glued_chars`) that are followed
+    by what no whitespace split splits at (elsewhere it splits nothing: it would only add an empty
+    token at the line's end, and an empty token is no word, no mark and no loss); and whether a
+    line holds whitespace beyond ASCII's.  One scan finds the lines with either (few)."""
+    if len(lines) == 0:
+        return lines, False
+    chars = _glued_chars(table)
+    glued = char_class(chars) + "[^\\t-\\r ]" if chars else None
+    found = pc.match_substring_regex(lines, "|".join(filter(None, [glued, _UNICODE_SPACE])))
+    if not pc.any(found).as_py():
+        return lines, False
+    subset = lines.filter(found)
+    unicode_space = pc.any(pc.match_substring_regex(subset, _UNICODE_SPACE)).as_py()
+    if glued is not None:
+        to_space = pc.match_substring_regex(subset, glued)
+        if pc.any(to_space).as_py():
+            spaced = pc.replace_substring_regex(subset.filter(to_space), "(" + char_class(chars) + ")", "\\1 ")
+            lines = pc.replace_with_mask(lines, found, pc.replace_with_mask(subset, to_space, spaced))
+    return lines, unicode_space
 
 
 def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> pa.Array:
@@ -138,21 +155,6 @@ def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
     if len(rows) > len(tokens) // 256:  # trimming every token (7 ns each) beats patching many rows
         return pc.utf8_ltrim(tokens, characters=openers)
     return _patch(tokens, rows, pc.utf8_ltrim(tokens.take(pa.array(rows)), characters=openers))
-
-
-#: the first bytes of the Unicode spaces' UTF-8 (see ``normalize.SPACES``): a text without any of
-#: them holds none, which one look at its bytes tells
-_SPACE_LEADS = np.zeros(256, dtype=bool)
-_SPACE_LEADS[sorted({c.encode()[0] for c in SPACES})] = True
-
-
-def _has_unicode_space(lines: pa.Array) -> bool:
-    """Does a line hold whitespace beyond ASCII's (no-break, em, ideographic spaces...)?  Only the
-    lines with a byte that starts one are looked at (few, or none)."""
-    if len(lines) == 0:
-        return False
-    rows = rows_with_bytes(lines, _SPACE_LEADS, but=0xE0)
-    return bool(len(rows)) and pc.any(pc.match_substring_regex(lines.take(pa.array(rows)), _UNICODE_SPACE)).as_py()
 
 
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
@@ -287,8 +289,12 @@ def label_lines(
 
         return protocols.label_lines(lines, language, documents)
     table = language.punctuation
-    lines = _separate_glued_marks(lines, table, everywhere=language.tokenize is not None)
-    tokens_per_line = _tokens_per_line(lines, language)
+    if language.tokenize is not None:
+        lines = _separate_glued_marks(lines, table)
+        tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+    else:
+        lines, unicode_space = _split_glued_marks(lines, table)
+        tokens_per_line = _split_at_whitespace(lines, unicode_space)
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)
     dropped: Counter = Counter()
@@ -360,12 +366,10 @@ def _distinct_words(
     return pa.DictionaryArray.from_arrays(pa.array(merged, pa.int32()), lowered.dictionary), originals, index
 
 
-def _tokens_per_line(lines: pa.Array, language: Language) -> pa.ListArray:
-    """Each line's tokens: by the language's tokenizer, else split at whitespace."""
-    if language.tokenize is not None:
-        return pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+def _split_at_whitespace(lines: pa.Array, unicode_space: bool) -> pa.ListArray:
+    """Each line's tokens, split at whitespace (``unicode_space``: a line holds some beyond ASCII's)."""
     # normalized lines hold no whitespace but ASCII's: the ASCII split (1.6x faster) is exact
-    split = pc.utf8_split_whitespace if _has_unicode_space(lines) else pc.ascii_split_whitespace
+    split = pc.utf8_split_whitespace if unicode_space else pc.ascii_split_whitespace
     tokens_per_line = split(lines)
     if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
         # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when

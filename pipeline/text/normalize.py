@@ -355,32 +355,6 @@ def non_ascii_rows(strings: pa.Array) -> np.ndarray:
     return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
 
 
-def rows_with_bytes(strings: pa.Array, table: np.ndarray, but: int | None = None) -> np.ndarray:
-    """Indices of the strings holding a byte that ``table`` (256 flags) marks, found in the buffer.
-
-    ``but``: a first byte of multi-byte characters that ``table`` does not mark, and which may be most
-    of the text (an Indic script's): where ``table`` marks no continuation byte and its ASCII bytes
-    are one range, comparisons find the few bytes worth looking up (a lookup of every byte costs
-    ten comparisons)."""
-    offsets = value_offsets(strings)
-    data = value_data(strings)[offsets[0] : offsets[-1]]
-    ascii_marked = np.flatnonzero(table[:0x80])
-    if (
-        but is not None
-        and not table[but]
-        and not table[0x80:0xC0].any()
-        and (not len(ascii_marked) or ascii_marked[-1] - ascii_marked[0] == len(ascii_marked) - 1)
-    ):
-        found = (data >= 0xC0) & (data != but)
-        if len(ascii_marked):
-            found |= data - np.uint8(ascii_marked[0]) < len(ascii_marked)
-        positions = np.flatnonzero(found)
-        positions = positions[table[data[positions]]]
-    else:
-        positions = np.flatnonzero(table[data])
-    return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
-
-
 def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())
