@@ -328,6 +328,30 @@ def test_indic_rewrites_find_every_line_the_normalizer_changes(shared):
     assert checked > 11 * 40_000
 
 
+@pytest.mark.parametrize("code", ["en", "hi", "bn"])
+def test_normalize_rewrites_only_what_the_whole_clean_up_would(code, shared):
+    """Language.normalize runs the clean-up and the block normalizer only on the lines one scan
+    finds: the lines and the counts must be what both give run on every line."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from pipeline.text.languages import _normalize_as_block
+    from pipeline.text.normalize import clean_lines
+
+    language = get_language(code)
+    lines = _indic_lines(shared)[:20_000] if code != "en" else []
+    lines += ["don\u2019t", "a\x00b", "caf\u0065\u0301", "x\u00a0y\u200bz", "plain", "", "\u2018q\u2019 it\u2019s"]
+    array = pa.array(lines, pa.string())
+    expected_counts: Counter = Counter()
+    expected = clean_lines(array, language.keep_joiners, expected_counts)
+    if language.normalize_block is not None:
+        expected = _normalize_as_block(expected, language.normalize_block)
+    counts: Counter = Counter()
+    assert language.normalize(array, counts).to_pylist() == expected.to_pylist()
+    assert counts == expected_counts and counts["control_characters_made_spaces"] == 1
+
+
 def test_mandarin_block_normalization_equals_line_by_line(shared):
     import pyarrow as pa
 
