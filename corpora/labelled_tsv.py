@@ -28,7 +28,7 @@ from pipeline.errors import InputError
 from pipeline.ingest import FileShard, ReaderOptions
 from pipeline.labels import LabelSet
 from pipeline.schema import segments_table
-from pipeline.text.labelling import case_labels
+from pipeline.text.labelled import case_labels
 from pipeline.text.normalize import replace_controls
 
 from .base import prepare_with, stem

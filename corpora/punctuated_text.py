@@ -26,7 +26,6 @@ from pipeline.engine.textfiles import LineShard, line_shards, read_shard_lines
 from pipeline.errors import InputError
 from pipeline.ingest import ReaderOptions
 from pipeline.text.labelling import label_lines
-from pipeline.text.normalize import split_exactly
 
 from .base import lines_table, prepare_with, stem
 
@@ -61,13 +60,7 @@ def unquote_csv(text: str, path, first_line: int = 1) -> str:
 
 def shard_lines(shard: LineShard, quoting: str) -> tuple[pa.Array, np.ndarray]:
     """The shard's raw lines (one per line of the file, CR endings handled) and their blank flags."""
-    text, blank = read_shard_lines(shard)
-    if not len(blank):
-        return pa.array([], pa.string()), blank
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if text.endswith("\n"):
-        text = text[:-1]
-    lines = split_exactly(text)
+    lines, blank = read_shard_lines(shard)
     if quoting == "csv":  # only lines that start with a quote are CSV fields
         quoted = np.flatnonzero(pc.starts_with(lines, '"').to_numpy(zero_copy_only=False))
         if len(quoted):
@@ -109,7 +102,8 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
     counts.stats["blank_lines"] += int(blank.sum())
     lines = language.normalize(lines, counts.stats)
     names, seg = numbering(shard, blank, options.doc_boundary)
-    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names)
+    # the words encoded as they are written: the writer keeps them so
+    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names, encoded=True)
     counts.dropped.update(labelled.dropped)
     if not transcript:  # a transcript's labels are stripped: how its abbreviations read does not matter
         counts.stats.update(labelled.stats)

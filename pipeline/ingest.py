@@ -27,6 +27,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
@@ -36,7 +37,7 @@ from pipeline.engine import reading
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import ParamsError, SetupError
 from pipeline.labels import DEFAULT_LABEL_SET
-from pipeline.schema import concat
+from pipeline.schema import as_dictionaries, concat
 from pipeline.text.protocols import PAPERS as PAPERS_PROTOCOL
 
 log = logging.getLogger(__name__)
@@ -143,11 +144,19 @@ class IngestStep:
             result.table = _suffixed_ids(result.table, str(shard.path), suffix)
         if self.spoken and result.table is not None and result.table.num_rows:
             from pipeline.text.spoken import speak_table
+
+            # the grammars read the words as strings, not as a dictionary (the writer encodes them again)
+            index = result.table.schema.get_field_index("words")
+            words = result.table.column(index).cast(pa.list_(pa.string()))
+            field = result.table.schema.field(index).with_type(words.type)
+            result.table = result.table.set_column(index, field, words)
             from pipeline.text.verbalize import get_verbalizer
 
             result.table, spoken_counts = speak_table(result.table, get_verbalizer(self.lang), language.labels)
             result.counts.stats.update(spoken_counts)
-        table = result.table
+        # the list columns as they are written (the writer leaves them so): the words' dictionary is
+        # then the shard's distinct words, and its script is read once per distinct word
+        table = result.table = as_dictionaries(result.table)
         words = pc.list_flatten(table["words"])
         words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
         _count_other_scripts(words, language.scripts, result.counts)
@@ -159,15 +168,18 @@ class IngestStep:
         return result
 
 
-def _count_other_scripts(words: pa.Array, scripts: tuple[str, ...], counts: Counts) -> None:
+def _count_other_scripts(words: pa.DictionaryArray, scripts: tuple[str, ...], counts: Counts) -> None:
     """The kept words in another script than the language's, by script (those a language drops
-    are counted where they are dropped), under ``other_script_words:<Script>``."""
-    from pipeline.text.scripts import OTHER_SCRIPT_WORDS, other_script_words, script_tally
+    are counted where they are dropped), under ``other_script_words:<Script>``; ``words``
+    dictionary-encoded (each distinct word is looked at once)."""
+    from pipeline.text.scripts import OTHER_SCRIPT_WORDS, other_script_words, word_script
 
-    other = other_script_words(words, scripts)
+    distinct = words.dictionary
+    other = other_script_words(distinct, scripts)
     if other.any():
-        for script, n in script_tally(words.filter(pa.array(other))).items():
-            counts.stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
+        occurrences = np.bincount(words.indices.to_numpy(zero_copy_only=False), minlength=len(distinct))
+        for word, n in zip(distinct.filter(pa.array(other)).to_pylist(), occurrences[other].tolist()):
+            counts.stats[f"{OTHER_SCRIPT_WORDS}:{word_script(word) or 'none'}"] += n
 
 
 #: above this share of its words in another script, a corpus is taken for another language

@@ -144,7 +144,7 @@ def test_fast_paths_equal_the_plain_kernels():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.text.labelling import _has_unicode_space, _lower, _strip_openers
+    from pipeline.text.labelling import _lower, _split_glued_marks, _strip_openers
     from pipeline.text.normalize import non_ascii_rows
 
     openers = "".join(sorted(get_language("en").punctuation.openers))
@@ -157,8 +157,14 @@ def test_fast_paths_equal_the_plain_kernels():
     sliced = pa.array(words, pa.string()).slice(3, 4)  # offsets that do not start at 0
     assert non_ascii_rows(sliced).tolist() == [0, 1, 2]
     assert _lower(sliced).to_pylist() == ["émile", "école", "’tis", ""]
-    assert not _has_unicode_space(pa.array(["a b\tc", "é f"]))
-    assert _has_unicode_space(pa.array(["a b", "é\u00a0f"])) and _has_unicode_space(pa.array(["\u3000"]))
+    table = get_language("hi").punctuation
+    assert _split_glued_marks(pa.array(["a b\tc", "é f", "है। फिर", "अब।"]), table) == (
+        pa.array(["a b\tc", "é f", "है। फिर", "अब।"]),
+        False,
+    )
+    lines, unicode_space = _split_glued_marks(pa.array(["a b", "é\u00a0f", "है।फिर", "अब।"]), table)
+    assert lines.to_pylist() == ["a b", "é\u00a0f", "है। फिर", "अब।"] and unicode_space
+    assert _split_glued_marks(pa.array(["\u3000"]), table)[1]
 
 
 def test_every_whitespace_of_the_utf8_split_separates_words():
@@ -238,3 +244,30 @@ def test_other_script_words_found_by_the_letter_test_on_the_rest_only():
         both = pc.and_(pc.match_substring_regex(array, r"\pL"), pc.invert(pc.match_substring_regex(array, own)))
         assert _other_script(array, scripts).tolist() == both.to_pylist()
     assert _other_script(array.slice(1, 3), ("Devanagari",)).tolist() == [True, False, False]
+
+
+def test_case_and_initialism_reads_in_python_match_the_re2_patterns(shared):
+    """Initialisms, cased lines and capital or small first letters are read in Python with RE2's
+    own classes of each character: on random strings of capitals, small letters, periods, marks,
+    digits and caseless letters, and on the real English and Indic lines, they give what the RE2
+    patterns give."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelling import _INITIALISM, LOWER, UPPER, _cased, _initialisms, _starts_with
+
+    pool = [*"AbZy.é.É1 ", "\u0915", "\u093e", "\u0301", "\u01c5", "\u4e2d", "\u0130", "\u03a3", "\u1e9e"]
+    rng = random.Random(44)
+    made = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 7))) for _ in range(20_000)]
+    real = []
+    for path in [*sorted((shared / "indic/flores").glob("*.devtest"))[:3], *sorted(shared.glob("iwslt_en_raw/*"))]:
+        real += path.read_text(encoding="utf-8").split("\n")
+    texts = made + real + [w for line in real for w in line.split()]
+    array = pa.array(texts, pa.string())
+    assert _initialisms(array).tolist() == pc.match_substring_regex(array, _INITIALISM).to_pylist()
+    both = pc.and_(pc.match_substring_regex(array, r"\p{Lu}"), pc.match_substring_regex(array, r"\p{Ll}"))
+    assert _cased(texts).tolist() == both.to_pylist()
+    assert _starts_with(texts, UPPER).tolist() == pc.match_substring_regex(array, r"^\p{Lu}").to_pylist()
+    assert _starts_with(texts, LOWER).tolist() == pc.match_substring_regex(array, r"^\p{Ll}").to_pylist()

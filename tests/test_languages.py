@@ -272,6 +272,86 @@ def test_indic_block_normalization_equals_line_by_line(code, shared):
     assert language.normalize(pa.array(lines, pa.string())).to_pylist() == expected
 
 
+def _indic_lines(shared) -> list[str]:
+    """Every distinct line of the Indic corpora (FLORES, NTREX, TICO-19, the Bangla TSVs and news)
+    and of the project's samples, raw and cleaned."""
+    import pyarrow as pa
+
+    from pipeline.text.normalize import clean_lines
+
+    lines: set[str] = set()
+    for path in sorted((shared / "indic").rglob("*")) + sorted((shared / "bangla").glob("*.tsv")):
+        if path.is_file() and not path.name.startswith("LICENSE"):
+            lines.update(path.read_text(encoding="utf-8").split("\n"))
+    for path in sorted((shared / "bangla_news").glob("*.json")):
+        for article in json.loads(path.read_text(encoding="utf-8")):
+            for field in ("headline", "article", "sub_title"):
+                lines.update(str(article.get(field) or "").split("\n"))
+    for path in sorted((ROOT / "corpora/samples").glob("*/*.txt")):
+        lines.update(path.read_text(encoding="utf-8").split("\n"))
+    raw = sorted(lines)
+    return sorted(lines | set(clean_lines(pa.array(raw, pa.string()), keep_joiners=True).to_pylist()))
+
+
+@pytest.mark.slow
+def test_indic_rewrites_find_every_line_the_normalizer_changes(shared):
+    """Only the lines that match a script's ``block_rewrites`` go to indic-nlp's normalizer: every
+    line it changes must match.  Checked with the normalizer itself on every line of the real Indic
+    corpora and samples (each script's normalizer on all of them), on every character of the
+    script's block alone and between letters, and on every pair of the block's characters, the
+    characters the normalizer rewrites, and ASCII punctuation."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from indicnlp.normalize.indic_normalize import IndicNormalizerFactory
+
+    from pipeline.text.languages._indic import _EVERY_SCRIPT, _SCRIPT_REWRITES
+
+    real = _indic_lines(shared)
+    assert len(real) > (50_000 if has_real_corpora() else 1000)
+    punctuation = " !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~a1"
+    checked = 0
+    for code in sorted(INDIC_FILES):
+        language = get_language(code)
+        bare = IndicNormalizerFactory().get_normalizer(code, remove_nuktas=False)
+        start, chars, strings = _SCRIPT_REWRITES[language.scripts[0]]
+        block = [chr(c) for c in range(start, start + 0x80)]
+        pool = block + list(_EVERY_SCRIPT[0] + chars + punctuation) + ["\u0915", "\u0995", "\u0b95"]
+        letter = chr(start + 0x15)
+        lines = real + [a + b for a in pool for b in pool]
+        lines += [f"{letter}{c}{letter} {c}{c}{letter}:{c}" for c in pool]
+        lines += [f"{letter}{s}{letter}{s}" for s in (*_EVERY_SCRIPT[1], *strings)]
+        matched = pc.match_substring_regex(pa.array(lines, pa.string()), language.block_rewrites).to_pylist()
+        changed = [line for line, hit in zip(lines, matched) if not hit and bare.normalize(line) != line]
+        assert changed == [], (code, changed[:5])
+        assert sum(matched) < len(lines)  # the pattern is no catch-all
+        checked += len(lines)
+    assert checked > 11 * 40_000
+
+
+@pytest.mark.parametrize("code", ["en", "hi", "bn"])
+def test_normalize_rewrites_only_what_the_whole_clean_up_would(code, shared):
+    """Language.normalize runs the clean-up and the block normalizer only on the lines one scan
+    finds: the lines and the counts must be what both give run on every line."""
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from pipeline.text.languages import _normalize_as_block
+    from pipeline.text.normalize import clean_lines
+
+    language = get_language(code)
+    lines = _indic_lines(shared)[:20_000] if code != "en" else []
+    lines += ["don\u2019t", "a\x00b", "caf\u0065\u0301", "x\u00a0y\u200bz", "plain", "", "\u2018q\u2019 it\u2019s"]
+    array = pa.array(lines, pa.string())
+    expected_counts: Counter = Counter()
+    expected = clean_lines(array, language.keep_joiners, expected_counts)
+    if language.normalize_block is not None:
+        expected = _normalize_as_block(expected, language.normalize_block)
+    counts: Counter = Counter()
+    assert language.normalize(array, counts).to_pylist() == expected.to_pylist()
+    assert counts == expected_counts and counts["control_characters_made_spaces"] == 1
+
+
 def test_mandarin_block_normalization_equals_line_by_line(shared):
     import pyarrow as pa
 

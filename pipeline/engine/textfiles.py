@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from pipeline import errors
 from pipeline.engine import location, reading
@@ -355,15 +356,36 @@ def parallel_line_shards(paths, lines_per_shard: int, runner=None, label: str = 
     return shards
 
 
-def read_shard_lines(shard: LineShard) -> tuple[str, np.ndarray]:
-    """The shard's text (BOM stripped, UTF-8 checked with the byte offset in the file) and the
-    blank flag of each of its lines, decided from the bytes as the scan did."""
+def read_shard_lines(shard: LineShard) -> tuple[pa.Array, np.ndarray]:
+    """The shard's lines as an Arrow string array (BOM stripped, line ends dropped, UTF-8 checked with
+    the byte offset in the file) and the blank flag of each, decided from the bytes as the scan did.
+
+    The lines are cut from the bytes at the bounds the blank flags use: the shard is never decoded
+    to a Python string and encoded again."""
     data = reading.read_range(shard.path, shard.start_byte, shard.stop_byte)
     array = np.frombuffer(data, np.uint8)
-    starts, ends, _ = line_bounds(array)
+    starts, ends, nexts = line_bounds(array)
     if shard.start_byte == 0 and data.startswith(reading.BOM) and len(starts):
         starts = starts.copy()
         starts[0] = min(3, ends[0])
     blank = blank_flags(array, starts, ends)
-    text = reading.decode_utf8(data, shard.path, first_line=shard.first_line + 1, base_offset=shard.start_byte)
-    return text, blank
+    lengths = ends - starts
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ended = ends < len(array)  # every line but a last one without a line end
+    if len(starts) and starts[0] == 0 and (nexts[ended] - ends[ended] == 1).all() and (array[ends[ended]] == 10).all():
+        values = data.replace(b"\n", b"")  # LF endings only: every byte but the line feeds
+    else:  # CR, CRLF or a BOM: the bytes inside [start, end) of each line (the ranges are disjoint)
+        inside = np.zeros(len(array) + 1, dtype=np.int8)
+        inside[starts] += 1
+        inside[ends] -= 1
+        values = array[np.cumsum(inside[:-1], dtype=np.int8) > 0]
+    if offsets[-1] >= 1 << 31:
+        raise errors.InputError(f"{shard.path}: a shard of 2 GiB of text or more: use smaller shard_lines")
+    lines = pa.StringArray.from_buffers(len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values))
+    try:
+        lines.validate(full=True)
+    except pa.ArrowInvalid:  # the decoder says where, in the words every reader uses
+        reading.decode_utf8(data, shard.path, first_line=shard.first_line + 1, base_offset=shard.start_byte)
+        raise
+    return lines, blank

@@ -23,18 +23,29 @@ few tokens that carry marks), so it runs at millions of words per second.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections import Counter
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.labels import LabelSet
-from pipeline.schema import encoded_codes
-from pipeline.text.labelled import Labelled, _lower, _patch, case_labels
+from pipeline.labels import CASE_TO_ID, LabelSet
+from pipeline.schema import CASE_VALUES, encoded_codes
+from pipeline.text.labelled import Labelled, _lower, _patch, case_codes, mixed_case_forms
 from pipeline.text.languages import Language
-from pipeline.text.normalize import SPACES, char_class, value_data, value_offsets
-from pipeline.text.scripts import OTHER_SCRIPT_WORDS, script_tally
+from pipeline.text.normalize import (
+    LETTER,
+    LOWER,
+    SPACES,
+    UPPER,
+    char_class,
+    char_classes,
+    value_data,
+    value_offsets,
+)
+from pipeline.text.scripts import OTHER_SCRIPT_WORDS, word_script
 
 # a word made of single letters each followed by a period (u.s, e.g, a.m), or a capital
 # initial (George W. Bush): its period is part of it
@@ -45,20 +56,45 @@ _UNICODE_SPACE = char_class(SPACES)
 _WHITESPACE_RUN = r"(?:[\t-\r\x1c-\x20]|" + _UNICODE_SPACE + ")+"
 
 
-def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
-    """Put a space after non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).
+def _glued_chars(table) -> str:
+    """The non-ASCII marks that never occur inside a word (``a，b``, ``this—that``).  ASCII marks
+    do occur inside words (3.5, 10,000, well-known) and the en dash in ranges (1990–2000), so
+    they only count at word ends."""
+    return "".join(sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"}))
 
-    ASCII marks do occur inside words (3.5, 10,000, well-known) and the en dash in
-    ranges (1990–2000), so they only count at word ends.
-    """
-    chars = sorted({c for m in table.marks for c in m if not c.isascii() and c != "\u2013"})
+
+def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
+    """Put a space after every glued mark (:func:`_glued_chars`): what a tokenizer is given."""
+    chars = _glued_chars(table)
     if not chars or len(lines) == 0:
         return lines
-    non_ascii = pc.invert(pc.string_is_ascii(lines))
-    if not pc.any(non_ascii).as_py():
+    found = pc.invert(pc.string_is_ascii(lines))
+    if not pc.any(found).as_py():
         return lines
-    spaced = pc.replace_substring_regex(lines.filter(non_ascii), "(" + char_class("".join(chars)) + ")", "\\1 ")
-    return pc.replace_with_mask(lines, non_ascii, spaced)
+    spaced = pc.replace_substring_regex(lines.filter(found), "(" + char_class(chars) + ")", "\\1 ")
+    return pc.replace_with_mask(lines, found, spaced)
+
+
+def _split_glued_marks(lines: pa.Array, table) -> tuple[pa.Array, bool]:
+    """For a whitespace split: a space after the glued marks (:func:`_glued_chars`) that are followed
+    by what no whitespace split splits at (elsewhere it splits nothing: it would only add an empty
+    token at the line's end, and an empty token is no word, no mark and no loss); and whether a
+    line holds whitespace beyond ASCII's.  One scan finds the lines with either (few)."""
+    if len(lines) == 0:
+        return lines, False
+    chars = _glued_chars(table)
+    glued = char_class(chars) + "[^\\t-\\r ]" if chars else None
+    found = pc.match_substring_regex(lines, "|".join(filter(None, [glued, _UNICODE_SPACE])))
+    if not pc.any(found).as_py():
+        return lines, False
+    subset = lines.filter(found)
+    unicode_space = pc.any(pc.match_substring_regex(subset, _UNICODE_SPACE)).as_py()
+    if glued is not None:
+        to_space = pc.match_substring_regex(subset, glued)
+        if pc.any(to_space).as_py():
+            spaced = pc.replace_substring_regex(subset.filter(to_space), "(" + char_class(chars) + ")", "\\1 ")
+            lines = pc.replace_with_mask(lines, found, pc.replace_with_mask(subset, to_space, spaced))
+    return lines, unicode_space
 
 
 def _suffixes(strings: pa.Array, rows: np.ndarray, prefix_bytes: np.ndarray) -> pa.Array:
@@ -116,34 +152,68 @@ def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
     rows = np.flatnonzero(nonempty & can_open[data[np.minimum(offsets[:-1], len(data) - 1)]])
     if len(rows) == 0:
         return tokens
-    if len(rows) > 10_000:
+    if len(rows) > len(tokens) // 256:  # trimming every token (7 ns each) beats patching many rows
         return pc.utf8_ltrim(tokens, characters=openers)
     return _patch(tokens, rows, pc.utf8_ltrim(tokens.take(pa.array(rows)), characters=openers))
-
-
-def _has_unicode_space(lines: pa.Array) -> bool:
-    """Does a line hold whitespace beyond ASCII's (no-break, em, ideographic spaces...)?"""
-    non_ascii = pc.invert(pc.string_is_ascii(lines))
-    if not pc.any(non_ascii).as_py():
-        return False
-    return pc.any(pc.match_substring_regex(lines.filter(non_ascii), _UNICODE_SPACE)).as_py()
 
 
 def _byte_lengths(strings: pa.Array) -> np.ndarray:
     return pc.binary_length(strings).to_numpy(zero_copy_only=False).copy()
 
 
-# a capital initial (George W. Bush) comes before the rest of a name
-_CAPITAL_INITIAL = r"^\p{Lu}$"
+def _is_initialism(body: str, classes: dict[str, int]) -> bool:
+    r"""Does ``_INITIALISM`` (``^(\pL\.)+\pL$|^\p{Lu}$``) match ``body``: letters each followed by a
+    period but the last (``u.s``), or a single capital?  Read with RE2's own classes."""
+    if len(body) == 1:
+        return bool(classes[body] & UPPER)
+    return (
+        len(body) % 2 == 1
+        and len(body) > 1
+        and all(c == "." for c in body[1::2])
+        and all(classes[c] & LETTER for c in body[::2])
+    )
+
+
+def _initialisms(bodies: pa.Array) -> np.ndarray:
+    """Which bodies are initialisms (:func:`_is_initialism`); only a single character or a body
+    with a period can be one, and those are looked at in Python."""
+    length = pc.utf8_length(bodies)
+    maybe = pc.or_(pc.equal(length, 1), pc.match_substring(bodies, "."))
+    out = np.zeros(len(bodies), dtype=bool)
+    rows = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
+    if len(rows):
+        candidates = bodies.take(pa.array(rows)).to_pylist()
+        classes = char_classes(candidates)
+        out[rows] = [_is_initialism(body, classes) for body in candidates]
+    return out
 
 
 def _before_name(bodies: pa.Array, language: Language) -> np.ndarray:
-    """Which abbreviations (their words without the period) are written before a name."""
+    """Which abbreviations (their words without the period) are written before a name: listed
+    (titles), or a capital initial (George W. Bush) before the rest of a name."""
     listed = pc.is_in(
         pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
         value_set=pa.array(sorted(language.abbreviations_before_name), pa.string()),
-    )
-    return pc.or_(listed, pc.match_substring_regex(bodies, _CAPITAL_INITIAL)).to_numpy(zero_copy_only=False)
+    ).to_numpy(zero_copy_only=False)
+    classes = char_classes([])
+    initial = [len(body) == 1 and bool(classes[body] & UPPER) for body in bodies.to_pylist()]
+    return listed | np.array(initial, dtype=bool)
+
+
+def _cased(texts: list[str]) -> np.ndarray:
+    r"""Which texts hold a capital and a small letter (RE2's ``\p{Lu}`` and ``\p{Ll}``), read with RE2's
+    classes of their distinct characters."""
+    texts = [set(text) for text in texts]
+    classes = char_classes(texts)
+    bits = [functools.reduce(operator.or_, map(classes.__getitem__, chars), 0) for chars in texts]
+    return np.array([b & UPPER and b & LOWER for b in bits], dtype=bool)
+
+
+def _starts_with(words: list[str], bit: int) -> np.ndarray:
+    r"""Which words start with a character of class ``bit`` (``^\p{Lu}``: :data:`UPPER`)."""
+    firsts = [word[:1] for word in words]
+    classes = char_classes(firsts)
+    return np.array([bool(first) and bool(classes[first] & bit) for first in firsts], dtype=bool)
 
 
 def _abbreviation_ends(
@@ -192,12 +262,9 @@ def _abbreviation_ends(
     rows, line, following = rows[~before_name], line[~before_name], following[~before_name]
     if not len(rows):
         return
-    texts = lines.take(pa.array(line))
-    cased = pc.and_(pc.match_substring_regex(texts, r"\p{Lu}"), pc.match_substring_regex(texts, r"\p{Ll}"))
-    cased = cased.to_numpy(zero_copy_only=False)
-    nexts = body.take(pa.array(following))
-    capital = pc.match_substring_regex(nexts, r"^\p{Lu}").to_numpy(zero_copy_only=False)
-    small = pc.match_substring_regex(nexts, r"^\p{Ll}").to_numpy(zero_copy_only=False)
+    cased = _cased(lines.take(pa.array(line)).to_pylist())
+    nexts = body.take(pa.array(following)).to_pylist()
+    capital, small = _starts_with(nexts, UPPER), _starts_with(nexts, LOWER)
     ends = cased & capital
     codes[rows[ends]] = period
     stats["abbreviation_sentence_ends"] += int(ends.sum())
@@ -205,21 +272,29 @@ def _abbreviation_ends(
     stats["abbreviation_end_unresolved:next_word_uncased"] += int((cased & ~capital & ~small).sum())
 
 
-def label_lines(lines, language: Language, keep_other_scripts: bool = False, documents=None) -> Labelled:
+def label_lines(
+    lines, language: Language, keep_other_scripts: bool = False, documents=None, encoded: bool = False
+) -> Labelled:
     """Label each line of punctuated text.  ``lines`` are already normalized.
 
     ``keep_other_scripts``: keep words in another script than the language's even where the
     language drops them (an ASR hypothesis is what it is: every word stays).  ``documents``: a
     document key per line (None: one document), for a paper protocol that rewrites a document's
-    lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line."""
+    lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line.
+    ``encoded``: the words' values may come dictionary-encoded exactly as ``pc.dictionary_encode``
+    encodes them (as a dataset is written: the writer keeps them), not as strings."""
     lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     if language.relabelled:
         from pipeline.text import protocols
 
         return protocols.label_lines(lines, language, documents)
     table = language.punctuation
-    lines = _separate_glued_marks(lines, table)
-    tokens_per_line = _tokens_per_line(lines, language)
+    if language.tokenize is not None:
+        lines = _separate_glued_marks(lines, table)
+        tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+    else:
+        lines, unicode_space = _split_glued_marks(lines, table)
+        tokens_per_line = _split_at_whitespace(lines, unicode_space)
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)
     dropped: Counter = Counter()
@@ -234,9 +309,13 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
 
     is_word = body_len > 0
     stats: Counter = Counter()
+    # the bodies' distinct values (a tenth of the tokens): scripts and case are read once for each,
+    # and the words come out dictionary-encoded as they are written
+    distinct = pc.dictionary_encode(body)
+    body_index = distinct.indices.to_numpy(zero_copy_only=False)
     other = np.zeros(len(codes), dtype=bool)
     if language.drop_other_scripts and language.scripts and not keep_other_scripts:
-        other = _drop_other_scripts(body, is_word, language.scripts, dropped, stats)
+        other = _drop_other_scripts(distinct.dictionary, body_index, is_word, language.scripts, dropped, stats)
         is_word = is_word & ~other
     if len(abbreviation_rows):
         # the label the period would give, were the word no abbreviation
@@ -247,15 +326,18 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     if n_bare:
         dropped["token_of_quotes_or_brackets_only"] += n_bare
 
-    original = body.filter(pa.array(is_word))
-    words = _lower(original) if language.lowercase else original
-    case, surface = case_labels(original, words)
+    words, originals, index = _distinct_words(distinct.dictionary, body_index[is_word], language.lowercase)
+    if not encoded:
+        words = body.filter(pa.array(is_word)) if not language.lowercase else words.dictionary.take(words.indices)
+    case_of_word = case_codes(originals, _lower(originals) if language.lowercase else originals)[index]
+    mixed = np.flatnonzero(case_of_word == CASE_TO_ID["M"])
+    surface = mixed_case_forms(len(index), mixed, originals.take(pa.array(index[mixed])))
     offsets = pa.array(offsets.astype(np.int32))
     labels = encoded_codes(table.labels.values, word_codes)
     return Labelled(
         words=pa.ListArray.from_arrays(offsets, words),
         labels=pa.ListArray.from_arrays(offsets, labels),
-        case=pa.ListArray.from_arrays(offsets, case),
+        case=pa.ListArray.from_arrays(offsets, encoded_codes(CASE_VALUES, case_of_word)),
         surface=pa.ListArray.from_arrays(offsets, surface),
         dropped=dropped,
         label_set=table.labels,
@@ -263,12 +345,31 @@ def label_lines(lines, language: Language, keep_other_scripts: bool = False, doc
     )
 
 
-def _tokens_per_line(lines: pa.Array, language: Language) -> pa.ListArray:
-    """Each line's tokens: by the language's tokenizer, else split at whitespace."""
-    if language.tokenize is not None:
-        return pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
+def _distinct_words(
+    values: pa.Array, word_index: np.ndarray, lowercase: bool
+) -> tuple[pa.DictionaryArray, pa.Array, np.ndarray]:
+    """The words (``values[word_index]``, lowercased if ``lowercase``) dictionary-encoded exactly as
+    ``pc.dictionary_encode`` encodes them, ``values`` being distinct and in order of first appearance
+    (a dictionary's); and the distinct words as written with each word's index into them.
+
+    Whether a value is a word depends on the value alone, so the values used, in their order, are
+    the words' distinct values in order of first appearance; lowercasing may make two of them one,
+    which a second encoding, in that order, merges at the first."""
+    used = np.zeros(len(values), dtype=bool)
+    used[word_index] = True
+    index = (np.cumsum(used) - 1)[word_index]
+    originals = values.filter(pa.array(used))
+    if not lowercase:
+        return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), originals), originals, index
+    lowered = pc.dictionary_encode(_lower(originals))
+    merged = lowered.indices.to_numpy(zero_copy_only=False)[index]
+    return pa.DictionaryArray.from_arrays(pa.array(merged, pa.int32()), lowered.dictionary), originals, index
+
+
+def _split_at_whitespace(lines: pa.Array, unicode_space: bool) -> pa.ListArray:
+    """Each line's tokens, split at whitespace (``unicode_space``: a line holds some beyond ASCII's)."""
     # normalized lines hold no whitespace but ASCII's: the ASCII split (1.6x faster) is exact
-    split = pc.utf8_split_whitespace if _has_unicode_space(lines) else pc.ascii_split_whitespace
+    split = pc.utf8_split_whitespace if unicode_space else pc.ascii_split_whitespace
     tokens_per_line = split(lines)
     if _tokens_hold_whitespace(pc.list_flatten(tokens_per_line)):
         # pyarrow 26's utf8_split_whitespace reads the byte after an array's last string: when
@@ -296,18 +397,20 @@ def _trailing_marks(
         return codes, body, abbreviation_rows, before_name
     marked_body = body.take(pa.array(has_tail))
     tails = _suffixes(tokens, has_tail, body_len[has_tail])
-    # abbreviations keep one period of their tail
-    abbrev = pc.and_(
-        pc.starts_with(tails, "."),
-        pc.or_(
-            pc.is_in(
-                pc.utf8_lower(pc.binary_join_element_wise(marked_body, ".", "")),
-                value_set=pa.array(sorted(language.abbreviations), pa.string()),
-            ),
-            pc.match_substring_regex(marked_body, _INITIALISM),
-        ),
-    )
-    if pc.any(abbrev).as_py():
+    # abbreviations keep one period of their tail (only a tail that starts with one is looked at)
+    dotted = np.flatnonzero(pc.starts_with(tails, ".").to_numpy(zero_copy_only=False))
+    abbrev_rows = np.zeros(0, dtype=np.int64)
+    if len(dotted):
+        bodies = marked_body.take(pa.array(dotted))
+        listed = pc.is_in(
+            pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
+            value_set=pa.array(sorted(language.abbreviations), pa.string()),
+        ).to_numpy(zero_copy_only=False)
+        abbrev_rows = dotted[listed | _initialisms(bodies)]
+    if len(abbrev_rows):
+        abbrev = np.zeros(len(has_tail), dtype=bool)
+        abbrev[abbrev_rows] = True
+        abbrev = pa.array(abbrev)
         tails = pc.if_else(abbrev, pc.utf8_slice_codeunits(tails, 1), tails)
         rows = has_tail[abbrev.to_numpy(zero_copy_only=False)]
         abbreviation_rows = rows
@@ -322,16 +425,24 @@ def _trailing_marks(
 
 
 def _drop_other_scripts(
-    body: pa.Array, is_word: np.ndarray, scripts: tuple[str, ...], dropped: Counter, stats: Counter
+    values: pa.Array,
+    body_index: np.ndarray,
+    is_word: np.ndarray,
+    scripts: tuple[str, ...],
+    dropped: Counter,
+    stats: Counter,
 ) -> np.ndarray:
-    """The words in another script than ``scripts``, counted as dropped (and by script in ``stats``)."""
+    """The words in another script than ``scripts``, counted as dropped (and by script in ``stats``);
+    the bodies given as their distinct ``values`` and each one's index into them."""
     # a word in another script goes (indic-punct); its mark stays, like a mark standing alone
-    other = _other_script(body, scripts) & is_word
+    other = _other_script(values, scripts)[body_index] & is_word
     if other.any():
         dropped["word_in_other_script"] += int(other.sum())
         # by script: ingest refuses a corpus mostly in another script than its language's
-        for script, n in script_tally(body.filter(pa.array(other))).items():
-            stats[f"{OTHER_SCRIPT_WORDS}:{script}"] += n
+        occurrences = np.bincount(body_index[other], minlength=len(values))
+        present = np.flatnonzero(occurrences)
+        for word, n in zip(values.take(pa.array(present)).to_pylist(), occurrences[present].tolist()):
+            stats[f"{OTHER_SCRIPT_WORDS}:{word_script(word) or 'none'}"] += n
     return other
 
 

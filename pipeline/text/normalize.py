@@ -164,31 +164,119 @@ _CJK_CHAR = re.compile(
 )
 
 
+_QUOTES_AND_APOSTROPHES = re.compile("[\u2018\u2019\u02bc]")
+
+
 def _word_final_apostrophes(line: str) -> str:
     """``drivers’`` -> ``drivers'`` (a plural possessive), but a right single quote that closes a
     left one opened earlier in the line stays a quote (``‘the drivers’``).  A modifier letter
     apostrophe is never a quote."""
-    out, open_quotes = [], 0
-    for i, char in enumerate(line):
+    out, done, open_quotes = [], 0, 0
+    for found in _QUOTES_AND_APOSTROPHES.finditer(line):
+        i, char = found.start(), found.group()
         if char == "\u2018":
             open_quotes += 1
-        elif char in "\u2019\u02bc":
-            before = line[i - 1] if i > 0 else ""
-            after_word = bool(before) and (
-                (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
-            )
-            if after_word and (char == "\u02bc" or not open_quotes):
-                char = "'"
-            elif char == "\u2019" and open_quotes:
-                open_quotes -= 1
-        out.append(char)
-    return "".join(out)
+            continue
+        before = line[i - 1] if i > 0 else ""
+        after_word = bool(before) and (
+            (before.isalnum() and not _CJK_CHAR.match(before)) or unicodedata.category(before).startswith("M")
+        )
+        if after_word and (char == "\u02bc" or not open_quotes):
+            out += [line[done:i], "'"]
+            done = i + 1
+        elif char == "\u2019" and open_quotes:
+            open_quotes -= 1
+    return "".join(out) + line[done:] if out else line
+
+
+#: what RE2 (Arrow's regex engine) takes each character met so far for: a letter of ``_LETTER`` (a
+#: letter of a script that writes apostrophes), a mark (``\p{M}``), a letter (``\p{L}``), an
+#: uppercase or a lowercase letter (``\p{Lu}``, ``\p{Ll}``).  Asked of RE2 itself as new characters
+#: come, so a scan in Python decides as an RE2 pattern would (Python's own Unicode tables are of
+#: another version), without compiling RE2's Unicode classes for every shard (a millisecond or
+#: more each); a process soon knows its languages' alphabets.
+LETTER_WITH_APOSTROPHES, MARK, LETTER, UPPER, LOWER = 1, 2, 4, 8, 16
+_CLASS_PATTERNS = ((LETTER_WITH_APOSTROPHES, _LETTER), (MARK, r"\p{M}"), (LETTER, r"\p{L}"))
+_CLASS_PATTERNS += ((UPPER, r"\p{Lu}"), (LOWER, r"\p{Ll}"))
+_LETTER_BIT, _MARK_BIT, _ANY_LETTER_BIT = LETTER_WITH_APOSTROPHES, MARK, LETTER
+
+
+class _Classes(dict):
+    """A character not met yet (one :func:`char_classes` was not asked about first) is asked of RE2
+    when a scan comes to it."""
+
+    def __missing__(self, char: str) -> int:
+        return char_classes([char])[char]
+
+
+_CHAR_CLASSES = _Classes()
+
+
+def char_classes(texts) -> dict[str, int]:
+    """The classes (bits: :data:`LETTER`, :data:`UPPER`...) of every character met so far, knowing
+    every character of ``texts`` (strings); any other is looked up when asked for."""
+    new = sorted(set().union(*map(set, texts)) - _CHAR_CLASSES.keys())
+    if new:
+        chars = pa.array(new, pa.string())
+        bits = np.zeros(len(new), dtype=np.int64)
+        for bit, pattern in _CLASS_PATTERNS:
+            bits[pc.match_substring_regex(chars, f"^{pattern}$").to_numpy(zero_copy_only=False)] |= bit
+        _CHAR_CLASSES.update(zip(new, bits.tolist()))
+    return _CHAR_CLASSES
+
+
+def _letter_before(line: str, j: int, classes: dict[str, int]) -> int:
+    r"""Where a run ``_LETTER \p{M}*`` that ends right before ``j`` starts (-1: none does).  It starts
+    at the first character before ``j`` that is no mark; none of the apostrophes is a mark, so a
+    match of the patterns below that has its apostrophe at ``j`` starts there or nowhere."""
+    k = j - 1
+    while k >= 0 and classes[line[k]] & _MARK_BIT:
+        k -= 1
+    return k if k >= 0 and classes[line[k]] & _LETTER_BIT else -1
+
+
+_ANY_APOSTROPHE = re.compile("[" + re.escape(APOSTROPHES) + "]")
+
+
+def _in_word_pass(line: str, classes: dict[str, int]) -> str:
+    r"""One ``replace_substring_regex(_IN_WORD_RE, r"\1'\2")`` over the line.  A match is fixed by its
+    apostrophe (where its letter run starts grows with it), so the leftmost one is the first
+    apostrophe with a letter run before it, at or after where the last match ended, and a letter
+    after it."""
+    out, done, n = [], 0, len(line)
+    for found in _ANY_APOSTROPHE.finditer(line):
+        j = found.start()
+        if j + 1 < n and classes[line[j + 1]] & _LETTER_BIT and _letter_before(line, j, classes) >= done:
+            out += [line[done:j], "'", line[j + 1]]
+            done = j + 2
+    return "".join(out) + line[done:] if out else line
+
+
+def _ends_a_word(line: str, classes: dict[str, int]) -> bool:
+    """Does ``_WORD_FINAL_RE`` match in the line?"""
+    n = len(line)
+    for found in _ANY_APOSTROPHE.finditer(line):
+        j = found.start()
+        followed = j + 1 < n and classes[line[j + 1]] & _ANY_LETTER_BIT
+        if line[j] in "\u2019\u02bc" and not followed and _letter_before(line, j, classes) >= 0:
+            return True
+    return False
+
+
+def _mend_apostrophes(line: str, classes: dict[str, int]) -> str:
+    for _ in range(2):  # "a’b’c": a match takes the letter after it, the second pass the one between
+        line = _in_word_pass(line, classes)
+    return _word_final_apostrophes(line) if _ends_a_word(line, classes) else line
 
 
 def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Array:
     """Apostrophes written otherwise made the ASCII apostrophe (see :data:`APOSTROPHES`), counted as
     ``apostrophes_made_ascii``: ``i’ve`` and ``i've`` are one word.  ``lines`` itself is returned
-    when none changes."""
+    when none changes.
+
+    The lines that hold one are few: they are rewritten by a scan in Python that does what
+    ``_IN_WORD_RE`` (twice) and ``_WORD_FINAL_RE`` do in RE2, whose letter classes take RE2
+    longer to compile than the scan takes."""
     if len(lines) == 0:
         return lines
     # one RE2 scan of every line: cheaper than a pre-filter (Arrow's literal search for the
@@ -197,21 +285,21 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
     if not pc.any(found).as_py():
         return lines
     rows = pc.indices_nonzero(found)
-    subset = lines.filter(found)
-    before = pc.sum(pc.count_substring_regex(subset, _APOSTROPHE_RE)).as_py()
-    fixed = subset
-    for _ in range(2):  # "a’b’c": a match takes the letter after it, the second pass the one between
-        fixed = pc.replace_substring_regex(fixed, _IN_WORD_RE, r"\1'\2")
-    final = pc.match_substring_regex(fixed, _WORD_FINAL_RE)
-    if pc.any(final).as_py():
-        mended = pa.array([_word_final_apostrophes(line) for line in fixed.filter(final).to_pylist()], pa.string())
-        fixed = pc.replace_with_mask(fixed, final, mended)
-    after = pc.sum(pc.count_substring_regex(fixed, _APOSTROPHE_RE)).as_py()
-    if counts is not None and before != after:
-        counts["apostrophes_made_ascii"] += before - after
+    subset = lines.filter(found).to_pylist()
+    # the scans look at the characters around apostrophes: a letter after, marks and a letter before
+    char_classes(
+        [line[max(0, m.start() - 3) : m.start() + 2] for line in subset for m in _ANY_APOSTROPHE.finditer(line)]
+    )
+    classes = _CHAR_CLASSES
+    fixed = [_mend_apostrophes(line, classes) for line in subset]
+    if counts is not None:
+        made = sum(sum(map(line.count, APOSTROPHES)) for line in subset)
+        made -= sum(sum(map(line.count, APOSTROPHES)) for line in fixed)
+        if made:
+            counts["apostrophes_made_ascii"] += made
     mask = np.zeros(len(lines), dtype=bool)
     mask[rows.to_numpy(zero_copy_only=False)] = True
-    return pc.replace_with_mask(lines, pa.array(mask), fixed)
+    return pc.replace_with_mask(lines, pa.array(mask), pa.array(fixed, pa.string()))
 
 
 def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
@@ -239,6 +327,13 @@ def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | N
         fixed = pc.replace_with_mask(fixed, dirty, pc.replace_substring_regex(cleaned, _SPACES_RE, " "))
     fixed = pc.utf8_normalize(fixed, form="NFC")
     return pc.replace_with_mask(lines, non_ascii, pc.replace_with_mask(subset, suspect, fixed))
+
+
+@functools.cache
+def cleaned_or_rewritten(keep_joiners: bool, rewrites: str | None = None) -> str:
+    """An RE2 pattern that every line :func:`clean_lines` changes matches (a control character, an
+    apostrophe, or what :func:`_needs_work` finds), or, given ``rewrites``, that matches."""
+    return "|".join(filter(None, [_CONTROL_RE, _APOSTROPHE_RE, _needs_work(keep_joiners), rewrites]))
 
 
 def value_offsets(array: pa.Array) -> np.ndarray:

@@ -33,6 +33,7 @@ def char_script(ch: str) -> str | None:
     return _ALIASES.get(first, first.capitalize())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def word_script(word: str) -> str | None:
     """The script most of a word's letters are in (None for digits and symbols)."""
     counts = Counter(s for s in map(char_script, word) if s)

@@ -15,11 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow  # not "as pa": the Punjabi module pipeline.text.languages.pa would shadow it
+import pyarrow.compute as pc
 
 from pipeline.errors import ParamsError
 from pipeline.labels import DEFAULT_LABEL_SET, LabelSet, label_set
 from pipeline.text.lexicon import PunctuationTable, abbreviation_table, punctuation_table
-from pipeline.text.normalize import clean_lines, join_lines, split_exactly, split_lines
+from pipeline.text.normalize import (
+    clean_lines,
+    cleaned_or_rewritten,
+    join_lines,
+    split_exactly,
+    split_lines,
+)
 
 
 class UnknownLanguageError(ParamsError):
@@ -45,6 +52,9 @@ class Language:
     #: extra per-language normalization, given a block of cleaned lines joined by newlines (one call
     #: instead of one per line); it must not reach across a newline
     normalize_block: Callable[[str], str] | None = None
+    #: an RE2 pattern that every line ``normalize_block`` changes matches (None: any line may change):
+    #: the lines that match neither it nor what :func:`clean_lines` rewrites are not looked at again
+    block_rewrites: str | None = None
     #: splits a normalized line into word tokens (marks still attached); whitespace by default
     tokenize: Callable[[str], list[str]] | None = None
     #: Unicode scripts the language is written in (RE2 names: Latin, Devanagari, Bengali, Han...)
@@ -87,12 +97,25 @@ class Language:
     def normalize(self, lines: pyarrow.Array, counts: Counter | None = None) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
         replaced (control characters) is counted in ``counts``."""
-        lines = clean_lines(lines, self.keep_joiners, counts)
         # a protocol's rewrites take the text as the paper did: the language's own fixes would
         # change what they see (Mandarin's stray spaces are slots' ends to Rao et al. 2022)
-        if self.normalize_block is None or not len(lines) or self.relabelled:
+        block = None if self.normalize_block is None or self.relabelled else self.normalize_block
+        if not len(lines) or (block is not None and self.block_rewrites is None):
+            lines = clean_lines(lines, self.keep_joiners, counts)
+            return _normalize_as_block(lines, block) if block is not None and len(lines) else lines
+        # one scan finds the lines that anything would rewrite (most lines hold nothing to rewrite);
+        # each step works line by line, so the others are left as they are
+        found = pc.match_substring_regex(lines, cleaned_or_rewritten(self.keep_joiners, self.block_rewrites))
+        found = found.fill_null(False)
+        if not pc.any(found).as_py():
             return lines
-        return _normalize_as_block(lines, self.normalize_block)
+        subset = clean_lines(lines.filter(found), self.keep_joiners, counts)
+        if block is not None:  # of these, the lines it rewrites (most need NFC only: Bangla's য়)
+            rewritten = pc.match_substring_regex(subset, self.block_rewrites).fill_null(False)
+            if pc.any(rewritten).as_py():
+                normalized = _normalize_as_block(subset.filter(rewritten), block)
+                subset = pc.replace_with_mask(subset, rewritten, normalized)
+        return pc.replace_with_mask(lines, found, subset)
 
     def normalize_text(self, text: str, counts: Counter | None = None) -> pyarrow.Array:
         """Split a block of text into lines (LF, CRLF or CR endings) and normalize them."""
