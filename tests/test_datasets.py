@@ -258,10 +258,11 @@ def test_question_oversampling_train_only(news, tmp_path):
     )
 
 
-def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, monkeypatch, caplog):
-    """The driver writes the index of the copies' messages in sorted runs of a bounded number of
-    messages (they grow as the square of the shards); receivers read their slice of each run.
-    Runs of two messages give the bytes of one run, on two workers."""
+def test_oversampling_same_bytes_on_every_bucketing_and_index_run(news, tmp_path, monkeypatch, caplog):
+    """Copies travel from senders to buckets of receiving shards, then from a bucket's file to each
+    receiver; the driver writes the index of the messages in sorted runs of a bounded number of
+    messages.  A bucket per receiver (a message per shard pair), the default buckets, one bucket
+    for all, and runs of two messages give the same bytes, on two workers."""
     import logging
 
     from pipeline.datasets import oversample
@@ -270,7 +271,13 @@ def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, mo
     _split([news], {"ratios": {"train": 0.8, "dev": 0.1, "test": 0.1}, "seed": 1}, tmp_path, "split")
     engine = EngineParams(workers=2, shard_rows=40)
     outputs = {}
-    for name, run_messages in (("one run", 10**6), ("runs of two", 2)):
+    for name, width, run_messages in (
+        ("per receiver", 1, 10**6),
+        ("default", None, 10**6),
+        ("one bucket", 10**6, 10**6),
+        ("runs of two", 1, 2),
+    ):
+        monkeypatch.setattr(oversample, "BUCKET_SHARDS", width)
         monkeypatch.setattr(oversample, "RUN_MESSAGES", run_messages)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="pipeline.datasets.oversample"):
@@ -284,12 +291,15 @@ def test_oversampling_index_in_many_runs_gives_the_same_bytes(news, tmp_path, mo
                 engine=engine,
             )
         (line,) = [r.getMessage() for r in caplog.records if "copy messages" in r.getMessage()]
-        messages, runs = (int(w) for w in line.split() if w.isdigit())
-        outputs[name] = (digests(tmp_path / name / "over"), report, messages, runs)
-    (one, report, messages, runs), (many, report_many, messages_many, runs_many) = outputs.values()
-    assert runs == 1 and runs_many > 10 and messages_many == messages > 100
-    assert report["oversampling"]["inserted"] > 0
-    assert many == one and report_many == report
+        messages, buckets, _, runs = (int(w) for w in line.split() if w.isdigit())
+        outputs[name] = (digests(tmp_path / name / "over"), report, messages, buckets, runs)
+    per_receiver, default, one_bucket, many_runs = outputs.values()
+    assert per_receiver[2] > 100 and per_receiver[4] == 1
+    assert per_receiver[2] > default[2] > one_bucket[2] and one_bucket[3] == 1
+    assert many_runs[2] == per_receiver[2] and many_runs[4] > 10
+    assert per_receiver[1]["oversampling"]["inserted"] > 0
+    for other in (default, one_bucket, many_runs):
+        assert other[:2] == per_receiver[:2]
 
 
 def test_oversampling_with_3r_copies_same_on_every_sharding(news, tmp_path):

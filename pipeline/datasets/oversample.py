@@ -11,10 +11,13 @@ loop, so the result does not depend on how the dataset is sharded or run:
   ceil of K/M, which ones by a seeded offset), not drawn with replacement;
 * copy j of question sentence i goes to a train document of its language (not its own) and
   after a segment of it, both drawn from (seed, i, j) (:func:`uniform`);
-* copies travel from the shard of their sentence to the shard of their document through disk:
-  one file per sending shard, a serialized record batch per receiving shard at an offset that
-  an index gives (:class:`_SenderIndex`: sorted runs of it, so that the driver holds a bounded
-  part of the index whatever the number of shard pairs).
+* copies travel from the shard of their sentence to the shard of their document through disk,
+  in two hops: each sending shard writes one file, a serialized record batch per bucket of
+  receiving shards (:func:`bucket_width` consecutive shards) at an offset that an index gives
+  (:class:`_SenderIndex`: sorted runs of it, so that the driver holds a bounded part of the index
+  whatever the number of shard pairs); a task per bucket gathers its batches into one file
+  sorted by receiver, of which each receiver reads its slice.  A message per (sender, receiver)
+  pair cost a fixed read and decode each, and their number grows as the square of the shards.
 
 Augmentation copies (``augment``: Alam 2020 or 3R; training draws anew each epoch, these are
 for the audit) draw per (seed, copy, index of the segment among train's), as training does.
@@ -60,6 +63,18 @@ log = logging.getLogger(__name__)
 #: (they grow as the square of a language's shards)
 RUN_MESSAGES = 100_000
 
+#: receiving shards per bucket (None: :func:`bucket_width`'s square root of the shards)
+BUCKET_SHARDS: int | None = None
+
+
+def bucket_width(n_shards: int) -> int:
+    """Receiving shards per bucket: the square root of the shards, so that the messages (senders x
+    buckets) and a bucket's gather (one message per sender) both grow as the shards' 1.5th power,
+    not the square."""
+    if BUCKET_SHARDS is not None:
+        return BUCKET_SHARDS
+    return max(1, math.isqrt(max(n_shards - 1, 0)) + 1)
+
 #: a copy on its way to its target shard: the sentence's own columns, where it goes, and its order
 COPY_SCHEMA = pa.schema(
     [
@@ -72,6 +87,9 @@ COPY_SCHEMA = pa.schema(
         pa.field("position", pa.float64()),
     ]
 )
+
+#: a message between a sender and a bucket of receivers: the copies and the shard each goes to
+MESSAGE_SCHEMA = COPY_SCHEMA.append(pa.field("target_shard", pa.int32()))
 
 
 def _train(table: pa.Table) -> np.ndarray:
@@ -201,18 +219,20 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions):
+    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions, width):
         # plan: the folder of the per-shard numbers (:func:`_save_before`); questions: the folder of
-        # the question sentences the counts pass kept (:func:`_save_questions`)
+        # the question sentences the counts pass kept (:func:`_save_questions`); width: receiving
+        # shards per bucket
         self.seed, self.k, self.m, self.offset = seed, k, m, offset
         self.plan, self.langs, self.docs_total, self.folder = str(plan), langs, docs_total, str(folder)
-        self.questions = str(questions)
+        self.questions, self.width = str(questions), width
 
     def __call__(self, shard: RowShard) -> StepResult:
         # the shard's train question sentences, as the counts pass kept them
         path = location.join(self.questions, f"{shard.index:05d}.arrow")
         if not location.exists(path):
-            return StepResult(None, payload=(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64)))
+            none = np.zeros(0, np.int32)
+            return StepResult(None, payload=(none, none, none, np.zeros(0, np.int64)))
         questions = reading.open_arrow_file(path).read_all()
         doc_langs = pc.dictionary_encode(questions["doc_lang"].combine_chunks())
         names = doc_langs.dictionary.to_pylist()
@@ -246,9 +266,9 @@ class _Copies:
             where[mask] = np.searchsorted(starts, target[mask], side="right") - 1
             local_doc[mask] = target[mask] - starts[where[mask]]
         table = questions.select(["lang", "words", "labels", "case", "surface"])
-        # one file per source shard, its copies in target-shard order: pass 3 reads, of each
-        # source that sent it copies, one slice (files per (source, target) pair grew as the
-        # square of the shards: 1.2 M small files at 100 M words in 5,000-row shards)
+        # one file per source shard, its copies in target-shard order, a record batch per bucket of
+        # receivers (files per (source, target) pair grew as the square of the shards: 1.2 M small
+        # files at 100 M words in 5,000-row shards; then a message per pair, 240,000 of them)
         order = np.lexsort((j, i, where))
         part = table.take(pa.array(row[order]))
         extra = {
@@ -257,26 +277,57 @@ class _Copies:
             "order_i": pa.array(i[order], pa.int64()),
             "order_j": pa.array(j[order], pa.int64()),
             "position": pa.array(position[order], pa.float64()),
+            "target_shard": pa.array(where[order], pa.int32()),
         }
         for name, column in extra.items():
             part = part.append_column(name, column)
         targets, sent = np.unique(where, return_counts=True)
-        lengths = np.zeros(len(targets), np.int64)
-        if len(targets):
-            # a serialized record batch per receiving shard, one after another in the sender's file:
-            # a receiver reads its bytes with one pread per sender (opening each sender's file as
-            # an Arrow file cost 140 us a sender, read 250 senders a receiver at 100 M words).  Lists
-            # decoded: a few rows taken out of a shard keep the shard's whole vocabulary as their
-            # dictionary, and unifying 250 of them cost two thirds of oversampling at 100 M words
-            batch = part.cast(COPY_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per receiver
-            bounds = np.r_[0, np.cumsum(sent)]
+        buckets, per_bucket = np.unique(where // self.width, return_counts=True)
+        lengths = np.zeros(len(buckets), np.int64)
+        if len(buckets):
+            # a serialized record batch per bucket, one after another in the sender's file: a
+            # bucket's gather reads its bytes with one pread per sender.  Lists decoded: a few rows
+            # taken out of a shard keep the shard's whole vocabulary as their dictionary, and
+            # unifying hundreds of them cost two thirds of oversampling at 100 M words
+            batch = part.cast(MESSAGE_SCHEMA).combine_chunks().to_batches()[0]  # one batch, sliced per bucket
+            bounds = np.r_[0, np.cumsum(per_bucket)]
             location.make_folder(self.folder)
             with writing.open_output(_sender_file(self.folder, shard.index)) as sink:
                 for n, (a, b) in enumerate(itertools.pairwise(bounds)):
                     message = batch.slice(a, b - a).serialize()
                     sink.write(message)
                     lengths[n] = message.size
-        return StepResult(None, payload=(targets.astype(np.int32), sent.astype(np.int32), lengths))
+        payload = (targets.astype(np.int32), sent.astype(np.int32), buckets.astype(np.int32), lengths)
+        return StepResult(None, payload=payload)
+
+
+class _Gather:
+    """The hop between senders and receivers: a bucket's messages, one from each sender that sent it
+    copies, in sender order, written as one file sorted by receiving shard (stably: a receiver's
+    copies stay in sender order, and senders hold consecutive question sentences, so they are in
+    (i, j) order).  Returns the rows gathered."""
+
+    def __init__(self, folder, runs: int):
+        self.folder, self.runs = str(folder), runs
+
+    def __call__(self, bucket: int) -> int:
+        batches = []
+        for run in range(self.runs):  # runs hold consecutive senders: in order, senders in order
+            # the index is mapped, not sent with every task (it grows with the senders)
+            index = reading.open_arrow_file(_SenderIndex.run_path(self.folder, run)).read_all()
+            first, last = np.searchsorted(index["target"].to_numpy(), [bucket, bucket + 1])
+            rows = index.slice(first, last - first)
+            for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
+                message = _read_message(_sender_file(self.folder, source), offset, length)
+                batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), MESSAGE_SCHEMA))
+        table = pa.Table.from_batches(batches, MESSAGE_SCHEMA).combine_chunks()
+        order = np.argsort(table["target_shard"].to_numpy(), kind="stable")
+        writing.write_arrow_in_place(table.take(pa.array(order)), _bucket_file(self.folder, bucket))
+        return table.num_rows
+
+
+def _bucket_file(folder, bucket: int) -> str:
+    return location.join(folder, f"bucket-{bucket:05d}.arrow")
 
 
 class _Write:
@@ -291,7 +342,7 @@ class _Write:
     def __init__(
         self,
         folder,
-        runs,
+        width,
         augment,
         seed,
         plan,
@@ -302,7 +353,7 @@ class _Write:
         label_set: LabelSet,
     ):
         self.label_set = label_set
-        self.folder, self.runs = None if folder is None else str(folder), runs
+        self.folder, self.width = None if folder is None else str(folder), width
         self.augment, self.seed, self.plan = augment, seed, str(plan)
         self.vocabulary = None if vocabulary is None else str(vocabulary)
         self.confusables = None if confusables is None else str(confusables)
@@ -322,22 +373,18 @@ class _Write:
         return self._loaded[(kind, path)]
 
     def _incoming(self, shard: RowShard) -> pa.Table | None:
-        """The copies sent to this shard: a record batch out of each sender's file.  Senders hold
-        consecutive question sentences, so their batches in sender order are in (i, j) order."""
+        """The copies sent to this shard: its slice of its bucket's file (:class:`_Gather`), in
+        (i, j) order."""
         if self.folder is None:
             return None
-        batches = []
-        for run in range(self.runs):  # runs hold consecutive senders: in order, senders in order
-            # the index is mapped, not sent with every task (it grows with the shard pairs)
-            index = reading.open_arrow_file(_SenderIndex.run_path(self.folder, run)).read_all()
-            first, last = np.searchsorted(index["target"].to_numpy(), [shard.index, shard.index + 1])
-            rows = index.slice(first, last - first)
-            for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-                message = _read_message(_sender_file(self.folder, source), offset, length)
-                batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), COPY_SCHEMA))
-        if not batches:
+        path = _bucket_file(self.folder, shard.index // self.width)
+        if not location.exists(path):
             return None
-        return pa.Table.from_batches(batches, COPY_SCHEMA).combine_chunks()
+        bucket = reading.open_arrow_file(path).read_all()
+        first, last = np.searchsorted(bucket["target_shard"].to_numpy(), [shard.index, shard.index + 1])
+        if first == last:
+            return None
+        return bucket.slice(first, last - first).drop_columns(["target_shard"]).combine_chunks()
 
     def __call__(self, shard: RowShard) -> StepResult:
         table = read_shard(shard, dictionary=True)
@@ -423,15 +470,16 @@ def _read_message(path, offset: int, length: int) -> bytes:
 
 class _SenderIndex:
     """Who sent what, folded as the copies pass's results arrive (in sending-shard order): per
-    sending shard, the shards it sent copies to, how many, and the bytes of each batch, one after
-    another in its file.  Held until :data:`RUN_MESSAGES` messages, then written as a run sorted
-    by receiving shard (then sender) to the copies folder: a receiver reads its slice of each run,
-    and the runs, holding consecutive senders, give its senders in order.  ``incoming``: the
-    copies each shard receives."""
+    sending shard, the buckets of receivers it sent copies to and the bytes of each batch, one
+    after another in its file.  Held until :data:`RUN_MESSAGES` messages, then written as a run
+    sorted by bucket (then sender) to the copies folder: a bucket's gather reads its slice of each
+    run, and the runs, holding consecutive senders, give its senders in order.  ``incoming``: the
+    copies each shard receives; ``buckets``: those that received any."""
 
     def __init__(self, folder, n_shards: int):
         self.folder, self.run_messages = folder, RUN_MESSAGES
         self.incoming = np.zeros(n_shards, np.int64)
+        self.buckets: set[int] = set()
         self.pending: list[tuple[int, np.ndarray, np.ndarray]] = []
         self.held = self.messages = self.runs = 0
 
@@ -439,11 +487,12 @@ class _SenderIndex:
     def run_path(folder, run: int) -> str:
         return location.join(folder, f"senders-{run:05d}.arrow")
 
-    def add(self, source: int, targets: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> None:
+    def add(self, source: int, targets: np.ndarray, rows: np.ndarray, buckets: np.ndarray, lengths: np.ndarray) -> None:
         np.add.at(self.incoming, targets, rows)
-        if len(targets):
-            self.pending.append((source, targets, lengths.astype(np.int64)))
-            self.held += len(targets)
+        self.buckets.update(buckets.tolist())
+        if len(buckets):
+            self.pending.append((source, buckets, lengths.astype(np.int64)))
+            self.held += len(buckets)
             if self.held >= self.run_messages:
                 self._write_run()
 
@@ -607,13 +656,13 @@ class _TrainWords:
 def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch):
     """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards, made
     from the question sentences the counts pass kept in ``scratch``.
-    Returns the copies folder (None: no copies), the number of runs of its sender index and the
-    copies each shard receives."""
+    Returns the copies folder (None: no copies), the receiving shards per bucket and the copies each
+    shard receives."""
     words = sum(t["words"] for t in tallies)
     questions = sum(t["questions"] for t in tallies)
     m = sum(t["question_rows"] for t in tallies)
     if not (target and m and words and questions / words < target):
-        return None, 0, np.zeros(len(shards), np.int64)
+        return None, 1, np.zeros(len(shards), np.int64)
     q_words = sum(t["question_words"] for t in tallies)
     q_labels = sum(t["question_labels"] for t in tallies)
     gain = (q_labels - target * q_words) / m  # what one copy adds, on average
@@ -631,14 +680,21 @@ def _question_copies(runner, shards, tallies: list[dict], target: float, seed: i
     _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
     docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
     copies_folder = location.join(scratch, "copies")
-    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, location.join(scratch, "questions"))
+    width = bucket_width(len(shards))
+    questions = location.join(scratch, "questions")
+    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, questions, width)
     index = _SenderIndex(copies_folder, len(shards))
     # results in shard order (each_step runs to its end, which logs the pass's time)
     for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
         index.add(shards[n].index, *result.payload)
     runs = index.close()
-    log.info("oversample: %d copy messages between shards, indexed in %d run(s)", index.messages, runs)
-    return copies_folder, runs, index.incoming
+    log.info(
+        "oversample: %d copy messages to %d bucket(s) of %d shard(s), indexed in %d run(s)",
+        index.messages, len(index.buckets), width, runs,
+    )  # fmt: skip
+    for _ in runner.each(_Gather(copies_folder, runs), sorted(index.buckets), label="oversample: gather"):
+        pass
+    return copies_folder, width, index.incoming
 
 
 def _vocabulary_file(runner, shards, scratch, augment: dict | None, confusables) -> str | None:
@@ -707,7 +763,7 @@ def oversample_dataset(
             questions = location.join(scratch, "questions") if params.question_share else None
             step = _Tally(label_set, questions)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
-            copies_folder, runs, incoming = _question_copies(
+            copies_folder, width, incoming = _question_copies(
                 runner, shards, tallies, params.question_share, seed, scratch
             )
             # augmentation draws by a segment's index among train's, the copies included
@@ -715,7 +771,7 @@ def oversample_dataset(
             _save_before(plan, "train_before.bin", train_rows)
             vocabulary = _vocabulary_file(runner, shards, scratch, augment, confusables)
             write = _Write(
-                copies_folder, runs, augment, seed, plan, vocabulary,
+                copies_folder, width, augment, seed, plan, vocabulary,
                 confusables if vocabulary is not None else None, augmented_folder, len(shards), label_set,
             )  # fmt: skip
             results = run_step(runner, write, shards, folder, "oversample", label_set)
