@@ -132,3 +132,12 @@ def test_words_normalized_in_one_call_as_one_by_one():
             assert got.to_pylist() == [normalize(w) for w in batch]
             assert hashes.tolist() == string_array_hashes(got).tolist()
             assert len(cache.index) <= max(5, len(batch))
+
+
+def test_combined_groups_hold_consecutive_shards_within_the_limit():
+    from pipeline.datasets.sequences import combined_groups
+
+    groups = combined_groups([0, 1, 2, 3, 4, 5], [3, 4, 9, 12, 1, 2], 10)
+    assert groups == [[0, 1], [2], [3], [4, 5]]  # a shard over the limit alone
+    assert [s for g in groups for s in g] == list(range(6))
+    assert combined_groups([], [], 10) == []

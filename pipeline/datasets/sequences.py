@@ -23,7 +23,8 @@ chunk are walked chunk by chunk.
 
 Scale: the stage's driver does nothing that grows with the corpus.  A trained tokenizer
 learns from word counts made on the workers (each shard's train words, normalized), summed
-exactly per range of word hashes, also on the workers (:func:`count_train_words`); the driver
+exactly per run of shards, then per range of word hashes, also on the workers
+(:func:`count_train_words`); the driver
 keeps the ``train_words`` most frequent (ties: by the word), and the trainer reads about
 ``train_occurrences`` occurrences at most (:func:`scaled_counts`).  The report's audit is made
 from the same read of each shard as the packing.
@@ -626,21 +627,61 @@ def normalized_words(words: pa.Array, lowercase: bool) -> pa.Array:
     return pa.array([normalize(word) for word in words.to_pylist()], pa.string())
 
 
+class SumWordFiles:
+    """Picklable combine step: a group of consecutive shards' count files (:class:`TrainWordCounts`)
+    -> one file of the same form, each word's counts summed over the group, written to ``folder``
+    as ``sum-NNNNN.arrow`` (NNNNN: the group's first shard); returns its number of words.  A range
+    then reads one slice per group, not one per shard: opening a shard's file for each range cost
+    more than the sums (34 ranges x 965 shards at 100 M words)."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def __call__(self, group: list[int]) -> int:
+        from pipeline.engine import location, reading, writing
+
+        tables = [
+            reading.open_arrow_file(location.join(self.folder, f"{index:05d}.arrow")).read_all() for index in group
+        ]
+        # a word has one hash (of its normalized spelling): summed by the pair, sorted by the hash
+        summed = pa.concat_tables(tables).group_by(["hash", "word"]).aggregate([("n", "sum")])
+        order = np.argsort(summed["hash"].to_numpy(), kind="stable")
+        out = pa.table({"hash": summed["hash"], "word": summed["word"], "n": summed["n_sum"]}).take(order)
+        writing.write_arrow_in_place(out, location.join(self.folder, f"sum-{group[0]:05d}.arrow"))
+        del tables, summed
+        return out.num_rows
+
+
+def combined_groups(shards: list[int], words: list[int], limit: int) -> list[list[int]]:
+    """``shards`` cut into runs of consecutive shards whose words (``words``: each shard's distinct
+    words) add up to at most ``limit`` (a shard with more is a run of its own)."""
+    groups: list[list[int]] = []
+    held = limit
+    for shard, n in zip(shards, words):
+        if held + n > limit:
+            groups.append([])
+            held = 0
+        groups[-1].append(shard)
+        held += n
+    return groups
+
+
 class SumWordRange:
     """Picklable reduce step: a range [lo, hi) of word hashes -> the ``limit`` most frequent words
-    in it (by :func:`top_words`), their counts summed over every shard's file exactly (a word's
-    hash puts all its counts in one range), and the number of distinct words in the range."""
+    in it (by :func:`top_words`), their counts summed over every file's exactly (a word's hash
+    puts all its counts in one range), and the number of distinct words in the range.  ``files``:
+    the count files' names in ``folder``."""
 
-    def __init__(self, folder, shards: list[int], limit: int):
-        self.folder, self.shards, self.limit = str(folder), shards, limit
+    def __init__(self, folder, files: list[str], limit: int):
+        self.folder, self.files, self.limit = str(folder), files, limit
 
     def __call__(self, bounds: tuple[int, int]) -> tuple[pa.Table, int]:
         from pipeline.engine import location, reading
 
         lo, hi = bounds
         pieces = []
-        for index in self.shards:
-            table = reading.open_arrow_file(location.join(self.folder, f"{index:05d}.arrow")).read_all()
+        for name in self.files:
+            table = reading.open_arrow_file(location.join(self.folder, name)).read_all()
             hashes = table["hash"].to_numpy()
             a = int(np.searchsorted(hashes, np.uint64(lo), "left"))
             b = int(np.searchsorted(hashes, np.uint64(hi - 1), "right")) if hi < 2**64 else len(hashes)
@@ -675,9 +716,11 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     """The train split's ``limit`` most frequent normalized words and their exact counts (see
     :func:`top_words`), and how many distinct words there are in all.
 
-    Map: each shard writes its distinct words with their counts, sorted by hash.  Reduce: the hash
-    space is cut into ranges of about :data:`WORDS_PER_RANGE` distinct words (at least one per
-    worker); each range's counts are summed over the shards and its top ``limit`` returned.  The
+    Map: each shard writes its distinct words with their counts, sorted by hash.  Combine: runs of
+    consecutive shards holding up to :data:`WORDS_PER_RANGE` words between them are summed into
+    one file each (:class:`SumWordFiles`).  Reduce: the hash space is cut into ranges of about
+    :data:`WORDS_PER_RANGE` distinct words (at least one per worker); each range's counts are
+    summed over the combined files and its top ``limit`` returned.  The
     driver keeps a running top ``limit`` of what the ranges return, merged with the ranges' tops
     once they hold ``limit`` words: it holds at most three times ``limit`` words, whatever the
     corpus."""
@@ -685,11 +728,16 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
 
     step = TrainWordCounts(folder, lowercase)
     written = [r.payload for r in each_step(runner, step, shards, label="sequences: tokenizer words")]
-    upper = sum(written)  # distinct words summed over shards: at least the corpus's
+    groups = combined_groups([s.index for s in shards], written, WORDS_PER_RANGE)
+    files = [f"{s.index:05d}.arrow" for s in shards]
+    if len(groups) < len(shards):
+        written = runner.map(SumWordFiles(folder), groups, label="sequences: tokenizer words combined")
+        files = [f"sum-{group[0]:05d}.arrow" for group in groups]
+    upper = sum(written)  # distinct words summed over files: at least the corpus's
     n_ranges = max(1, runner.workers, -(-upper // WORDS_PER_RANGE))
     bounds = [(i * 2**64 // n_ranges, (i + 1) * 2**64 // n_ranges) for i in range(n_ranges)]
     best, distinct = WORD_COUNTS.empty_table(), 0
-    task = SumWordRange(folder, [s.index for s in shards], limit)
+    task = SumWordRange(folder, files, limit)
     waiting: list[pa.Table] = []  # ranges' tops not yet merged: fewer than ``limit`` words in all
     for top, n in runner.each(task, bounds, label="sequences: tokenizer words summed"):
         distinct += n
