@@ -75,6 +75,7 @@ def bucket_width(n_shards: int) -> int:
         return BUCKET_SHARDS
     return max(1, math.isqrt(max(n_shards - 1, 0)) + 1)
 
+
 #: a copy on its way to its target shard: the sentence's own columns, where it goes, and its order
 COPY_SCHEMA = pa.schema(
     [
@@ -219,7 +220,9 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 class _Copies:
     """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
 
-    def __init__(self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions, width):
+    def __init__(
+        self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions, width
+    ):
         # plan: the folder of the per-shard numbers (:func:`_save_before`); questions: the folder of
         # the question sentences the counts pass kept (:func:`_save_questions`); width: receiving
         # shards per bucket
