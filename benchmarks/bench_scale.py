@@ -178,9 +178,10 @@ def write_params(path: Path, files: dict[str, Path], args) -> None:
 # ----------------------------------------------------------------------------------- the stages
 
 
-def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of the largest single process of ``cmd`` (it and its children);
-    the passes it times go to ``timings.jsonl`` beside ``log`` (the executor's records)."""
+def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) of the largest single process of ``cmd`` (it and its children)
+    and CPU seconds of all of them (user + system); the passes it times go to ``timings.jsonl``
+    beside ``log`` (the executor's records)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env["PUNCT_TIMINGS"] = str(log.with_name(TIMINGS_FILE))
     env.pop("PUNCT_WORKERS", None)  # the params file's engine section decides
@@ -194,7 +195,7 @@ def measure(cmd: list[str], cwd: Path, log: Path) -> tuple[float, float]:
     if proc.returncode:
         tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 class _CopyShard:
@@ -256,12 +257,12 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
         stages: dict[str, dict] = {}
         corpus_words = 0
         for stage in STAGES:
-            seconds, peak = 0.0, 0.0
+            seconds, peak, cpu = 0.0, 0.0, 0.0
             timings = folder / TIMINGS_FILE
             timed = timings.stat().st_size if timings.exists() else 0
             for cmd in steps[stage]:  # ingest: one process per corpus, as in dvc.yaml
-                s, p = measure(cmd, folder, log)
-                seconds, peak = seconds + s, max(peak, p)
+                s, p, c = measure(cmd, folder, log)
+                seconds, peak, cpu = seconds + s, max(peak, p), cpu + c
             with open(timings, "rb") as f:
                 f.seek(timed)
                 timings_text = f.read().decode("utf-8")
@@ -274,6 +275,7 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
             driver_rss, worker_rss = process_rss(timings_text)
             stages[stage] = {
                 "seconds": seconds,
+                "cpu_seconds": cpu,
                 "words_per_s": rate,
                 "words_per_s_per_worker": rate / args.workers,
                 "peak_rss_mb": peak,
@@ -293,7 +295,7 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
         for kind in ("read", "copy") if with_floor else ():
             cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
                    "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
-            seconds, peak = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
+            seconds, peak, _ = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
             shutil.rmtree(folder / f"floor-{kind}", ignore_errors=True)
             floor[kind] = {"seconds": seconds, "words_per_s_per_worker": corpus_words / seconds / args.workers}
             print(
@@ -316,6 +318,7 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
 TIMINGS_FILE = "timings.jsonl"
 MEMORY_LABEL = "peak memory"  # pipeline.engine.executor.MEMORY_LABEL: a process's peak RSS, not a pass
 TRAINER_PASS = ": tokenizer training"  # the label suffix of the BPE trainer's time, which runs in the driver
+ENGINE_START = "engine: workers started"  # pipeline.engine.executor.ENGINE_START: inside a pass, not its work
 PACKING_PASS = re.compile(rf"^sequences {DATASET}$")  # the pass that tokenizes and packs
 
 
@@ -424,8 +427,10 @@ def serial_seconds(stage: dict) -> float:
     """A stage's seconds outside its passes over shards: start-up, the driver's checks, folds and
     reports, and the tokenizer's training (in the driver, on its cores): work that more workers do
     not share."""
-    parallel = sum(s for label, s in stage.get("passes", {}).items() if not label.endswith(TRAINER_PASS))
-    return max(0.0, stage["seconds"] - parallel)
+    timed = stage.get("passes", {})
+    # a cluster's start is timed inside the pass that needed its workers, and apart as well
+    parallel = sum(s for label, s in timed.items() if not label.endswith(TRAINER_PASS) and label != ENGINE_START)
+    return max(0.0, stage["seconds"] - parallel + timed.get(ENGINE_START, 0.0))
 
 
 def trainer_cap() -> int:
@@ -497,12 +502,20 @@ def extrapolate(results: list[dict]) -> tuple[list[str], dict]:
     return lines, table
 
 
-def predict_workers(one: dict, workers: int) -> dict[str, float]:
+def predict_workers(one: dict, workers: int, cores: int | None = None) -> dict[str, float]:
     """Each stage's seconds on ``workers`` workers as the model predicts them from a 1-worker run of
-    the same corpus: its serial part, plus its passes over shards divided among the workers."""
-    return {
-        stage: serial_seconds(r) + (r["seconds"] - serial_seconds(r)) / workers for stage, r in one["stages"].items()
-    }
+    the same corpus: its serial part, plus its passes over shards divided among the workers.  With
+    ``cores`` (the workers share one machine of that many cores with the driver and, on Dask, the
+    scheduler), never less than the 1-worker run's CPU seconds spread over those cores: the driver's
+    and scheduler's work during the passes, done on a free core beside one worker, then takes the
+    workers' cores.  A cluster's start is serial (:func:`serial_seconds`)."""
+    predicted = {}
+    for stage, r in one["stages"].items():
+        model = serial_seconds(r) + (r["seconds"] - serial_seconds(r)) / workers
+        if cores is not None and r.get("cpu_seconds") is not None:
+            model = max(model, r["cpu_seconds"] / cores)
+        predicted[stage] = model
+    return predicted
 
 
 def dask_check(words: int, args, tmp_root: Path) -> tuple[list[str], dict]:
@@ -513,22 +526,55 @@ def dask_check(words: int, args, tmp_root: Path) -> tuple[list[str], dict]:
         run_args = argparse.Namespace(**{**vars(args), "engine": "dask", "workers": workers})
         print(f"[dask check] {words:,} words on a LocalCluster of {workers} worker(s)", flush=True)
         runs[workers] = run_size(words, run_args, tmp_root, with_floor=False)
+    cores = os.cpu_count() or 1
     predicted = predict_workers(runs[1], 2)
+    bounded = predict_workers(runs[1], 2, cores)
     lines = [
         f"dask check at {words:,} words: the 2-worker seconds predicted from the 1-worker run"
-        " (its serial part + its passes / 2) against the measured",
-        f"  {'stage':10s} {'1 worker':>10s} {'predicted 2':>12s} {'measured 2':>11s} {'error':>8s}",
+        " (its serial part + its passes / 2) against the measured; 'on cores': the same, never below"
+        f" the 1-worker run's CPU seconds over this machine's {cores} cores (shared by the workers,"
+        " the driver and the scheduler)",
+        f"  {'stage':10s} {'1 worker':>10s} {'predicted 2':>12s} {'on cores':>9s} {'measured 2':>11s}"
+        f" {'error':>8s} {'on cores':>9s}",
     ]
-    table: dict = {"words": runs[1]["words"], "stages": {}}
+    table: dict = {"words": runs[1]["words"], "cores": cores, "stages": {}}
     for stage in STAGES:
-        one, got, want = runs[1]["stages"][stage]["seconds"], runs[2]["stages"][stage]["seconds"], predicted[stage]
-        table["stages"][stage] = {"one_worker": one, "predicted": want, "measured": got}
-        lines.append(f"  {stage:10s} {one:10.1f} {want:12.1f} {got:11.1f} {100 * (want - got) / got:+7.1f}%")
-    one = sum(r["one_worker"] for r in table["stages"].values())
-    want = sum(r["predicted"] for r in table["stages"].values())
-    got = sum(r["measured"] for r in table["stages"].values())
-    table.update(one_worker=one, predicted=want, measured=got, error=(want - got) / got)
-    lines.append(f"  {'all':10s} {one:10.1f} {want:12.1f} {got:11.1f} {100 * (want - got) / got:+7.1f}%")
+        one, got = runs[1]["stages"][stage]["seconds"], runs[2]["stages"][stage]["seconds"]
+        want, limited = predicted[stage], bounded[stage]
+        table["stages"][stage] = {
+            "one_worker": one,
+            "one_worker_cpu": runs[1]["stages"][stage]["cpu_seconds"],
+            "predicted": want,
+            "predicted_on_cores": limited,
+            "measured": got,
+        }
+        lines.append(
+            f"  {stage:10s} {one:10.1f} {want:12.1f} {limited:9.1f} {got:11.1f}"
+            f" {100 * (want - got) / got:+7.1f}% {100 * (limited - got) / got:+8.1f}%"
+        )
+    one, want, limited, got = (
+        sum(r[key] for r in table["stages"].values())
+        for key in ("one_worker", "predicted", "predicted_on_cores", "measured")
+    )
+    table.update(
+        one_worker=one,
+        predicted=want,
+        predicted_on_cores=limited,
+        measured=got,
+        error=(want - got) / got,
+        error_on_cores=(limited - got) / got,
+    )
+    lines.append(
+        f"  {'all':10s} {one:10.1f} {want:12.1f} {limited:9.1f} {got:11.1f}"
+        f" {100 * (want - got) / got:+7.1f}% {100 * (limited - got) / got:+8.1f}%"
+    )
+    started = {w: sum(r["passes"].get(ENGINE_START, 0.0) for r in runs[w]["stages"].values()) for w in (1, 2)}
+    cpu = {w: sum(r["cpu_seconds"] for r in runs[w]["stages"].values()) for w in (1, 2)}
+    table.update(cluster_start={str(w): s for w, s in started.items()}, cpu_seconds={str(w): c for w, c in cpu.items()})
+    lines.append(
+        f"  cluster start-up, all stages: {started[1]:.1f} s with 1 worker, {started[2]:.1f} s with 2 (serial in"
+        f" the model, as measured with 1); CPU seconds of every process: {cpu[1]:.1f} with 1, {cpu[2]:.1f} with 2"
+    )
     return lines, table
 
 

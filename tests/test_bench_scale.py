@@ -102,3 +102,21 @@ def test_model_predicts_two_workers_from_one(root, monkeypatch):
         }
     }
     assert bench_scale.predict_workers(one, 2) == {"sequences": 4.0 + 3.0}
+    # on a machine of few cores the workers share with the driver: never below the CPU over them
+    one["stages"]["sequences"]["cpu_seconds"] = 18.0
+    assert bench_scale.predict_workers(one, 2, cores=2) == {"sequences": 9.0}
+    assert bench_scale.predict_workers(one, 2, cores=4) == {"sequences": 7.0}
+
+
+def test_a_cluster_start_inside_a_pass_is_serial(root, monkeypatch):
+    """The executor times a cluster's start inside the pass that needed its workers, and apart: the
+    model counts it once, as serial, not as work divided among the workers."""
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import bench_scale
+
+    from pipeline.engine.executor import ENGINE_START
+
+    assert bench_scale.ENGINE_START == ENGINE_START
+    stage = {"seconds": 10.0, "passes": {"split: strata": 5.0, ENGINE_START: 2.0, "split": 3.0}}
+    assert bench_scale.serial_seconds(stage) == pytest.approx(2.0 + 2.0)
+    assert bench_scale.predict_workers({"stages": {"split": stage}}, 2) == {"split": pytest.approx(4.0 + 3.0)}

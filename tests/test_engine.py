@@ -528,3 +528,20 @@ def test_a_driver_records_its_peak_memory_and_its_largest_workers(tmp_path, root
     records = [json.loads(line) for line in timings.read_text().splitlines()]
     (memory,) = [r for r in records if r["label"] == "peak memory"]
     assert memory["worker_rss_mb"] > max(300, memory["driver_rss_mb"] + 100) and memory["driver_rss_mb"] > 10, memory
+
+
+def test_a_clusters_start_is_timed_apart_inside_its_pass(tmp_path, monkeypatch):
+    """A Dask cluster starts inside the first pass that needs workers: its start is its own record,
+    written before the pass's (whose seconds include it), so a model of more workers can count it
+    as serial."""
+    import json
+
+    from pipeline.engine import executor as ex
+
+    monkeypatch.setenv("PUNCT_TIMINGS", str(tmp_path / "timings.jsonl"))
+    with ex.executor("dask", 1) as runner:
+        runner.map(pid_of, range(2), label="a pass")
+        runner.map(pid_of, range(2), label="another")
+    records = [json.loads(line) for line in (tmp_path / "timings.jsonl").read_text().splitlines()]
+    assert [(r["label"], r["items"]) for r in records] == [(ex.ENGINE_START, 1), ("a pass", 2), ("another", 2)]
+    assert 0 < records[0]["seconds"] <= records[1]["seconds"]
