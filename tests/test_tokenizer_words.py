@@ -141,3 +141,4 @@ def test_combined_groups_hold_consecutive_shards_within_the_limit():
     assert groups == [[0, 1], [2], [3], [4, 5]]  # a shard over the limit alone
     assert [s for g in groups for s in g] == list(range(6))
     assert combined_groups([], [], 10) == []
+    assert combined_groups([0, 1], [0, 0], 10) == [[0, 1]]  # shards without train words

@@ -656,9 +656,9 @@ def combined_groups(shards: list[int], words: list[int], limit: int) -> list[lis
     """``shards`` cut into runs of consecutive shards whose words (``words``: each shard's distinct
     words) add up to at most ``limit`` (a shard with more is a run of its own)."""
     groups: list[list[int]] = []
-    held = limit
+    held = 0
     for shard, n in zip(shards, words):
-        if held + n > limit:
+        if not groups or held + n > limit:
             groups.append([])
             held = 0
         groups[-1].append(shard)
