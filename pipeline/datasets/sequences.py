@@ -546,8 +546,12 @@ class TrainWordCounts:
         from pipeline.engine.step import StepResult
 
         table = read_rows(shard, ["words", "split"], dictionary=True)
-        train = pc.fill_null(pc.equal(table["split"], "train"), False)
-        codes, values = flat_dictionary(table.filter(train)["words"])
+        train = pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
+        # the train rows' words picked out of the codes (filtering the table copied its lists)
+        codes, values = flat_dictionary(table["words"])
+        if not train.all():
+            lengths = pc.fill_null(pc.list_value_length(table["words"]), 0).to_numpy(zero_copy_only=False)
+            codes = codes[np.repeat(train, lengths)]
         counts = np.bincount(codes, minlength=len(values)) if len(codes) else np.zeros(0, np.int64)
         present = np.flatnonzero(counts)
         normalize = _NORMALIZED.get(self.lowercase)
