@@ -42,6 +42,12 @@ def shards(files, options, lines_per_shard: int, runner=None) -> list[LineShard]
     return line_shards(files, lines_per_shard, options.doc_boundary, runner)
 
 
+def drops_other_scripts(options) -> bool:
+    """The words are :func:`label_lines`'s with the language's filter of other scripts on (the
+    transcript reader, which keeps every word, does not say so)."""
+    return True
+
+
 def unquote_csv(text: str, path, first_line: int = 1) -> str:
     """Lines written as CSV fields (FLORES: ``"a ""quoted"" word"``) back to plain text, line count kept."""
     import csv
