@@ -144,6 +144,12 @@ def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None
     flat = pc.list_flatten(table.column(column))
     if pa.types.is_dictionary(flat.type):  # the values used, not every word's
         flat = flat.combine_chunks() if isinstance(flat, pa.ChunkedArray) else flat
+        if not flat.indices.null_count:  # a count of each index (a handful of labels) beats a hash
+            used = np.bincount(flat.indices.to_numpy(zero_copy_only=False), minlength=len(flat.dictionary))
+            if pc.all(
+                pc.is_in(flat.dictionary.take(pa.array(np.flatnonzero(used))), value_set=pa.array(allowed))
+            ).as_py():
+                return
         flat = flat.dictionary.take(pc.unique(flat.indices).drop_null())
     unknown = pc.invert(pc.is_in(flat, value_set=pa.array(allowed)))
     if pc.any(unknown).as_py():

@@ -271,3 +271,60 @@ def test_case_and_initialism_reads_in_python_match_the_re2_patterns(shared):
     assert _cased(texts).tolist() == both.to_pylist()
     assert _starts_with(texts, UPPER).tolist() == pc.match_substring_regex(array, r"^\p{Lu}").to_pylist()
     assert _starts_with(texts, LOWER).tolist() == pc.match_substring_regex(array, r"^\p{Ll}").to_pylist()
+
+
+def test_character_classes_are_re2s_for_the_characters_asked_and_the_rest_of_their_blocks():
+    """A character's classes are asked of RE2 with the rest of its block of code points (so a
+    process soon knows them all): each one is what RE2's pattern says of that character alone."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.normalize import _CLASS_BLOCK, _CLASS_PATTERNS, char_classes
+
+    asked = ["\u0b95", "\u1e9e", "\U0001d400"]  # Tamil KA, capital sharp s, a mathematical capital
+    classes = char_classes(asked)
+    block = [
+        chr(p)
+        for c in asked
+        for p in range(ord(c) // _CLASS_BLOCK * _CLASS_BLOCK, ord(c) // _CLASS_BLOCK * _CLASS_BLOCK + _CLASS_BLOCK)
+    ]
+    expected = [0] * len(block)
+    for bit, pattern in _CLASS_PATTERNS:
+        found = pc.match_substring_regex(pa.array(block, pa.string()), f"^{pattern}$").to_pylist()
+        expected = [bits | (bit if hit else 0) for bits, hit in zip(expected, found)]
+    assert [classes[c] for c in block] == expected
+    assert classes["\u0b95"] and classes["\u1e9e"] and classes["\U0001d400"]
+
+
+def test_mixed_case_forms_put_each_form_at_its_row_and_nulls_elsewhere():
+    """The surface column built from the forms' buffers is the masked replace of nulls by the forms,
+    for forms cut from a longer array, an empty form, and rows at either end."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelled import mixed_case_forms
+
+    forms = pa.array(["skip", "iPhone", "", "McDonald", "eBay", "skip"], pa.string()).slice(1, 4)
+    for n, rows in ((4, [0, 1, 2, 3]), (9, [0, 3, 5, 8]), (1000, [2, 500, 501, 999])):
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        expected = pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(mask), forms)
+        got = mixed_case_forms(n, np.array(rows), forms)
+        got.validate(full=True)
+        assert got.to_pylist() == expected.to_pylist() and got.null_count == n - 4
+    assert mixed_case_forms(3, np.array([], dtype=np.int64), forms.slice(0, 0)).to_pylist() == [None] * 3
+
+
+def test_a_token_holding_whitespace_or_a_control_byte_is_found():
+    """The split's tokens are looked at for a byte <= 0x20 (whitespace a split left, a separator)."""
+    import pyarrow as pa
+
+    from pipeline.text.labelling import _tokens_hold_whitespace
+
+    assert not _tokens_hold_whitespace(pa.array(["a", "बी", "!"], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array(["", ""], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array([], pa.string()))
+    for odd in ("a ", "\x1cb", "c\t", " "):
+        assert _tokens_hold_whitespace(pa.array(["x", odd, "y"], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array(["x ", "y", "z"], pa.string()).slice(1))

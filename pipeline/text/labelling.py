@@ -136,7 +136,9 @@ def _tokens_hold_whitespace(tokens: pa.Array) -> bool:
     if len(tokens) == 0:
         return False
     offsets = value_offsets(tokens)
-    return bool((value_data(tokens)[offsets[0] : offsets[-1]] <= 0x20).any())
+    data = value_data(tokens)[offsets[0] : offsets[-1]]
+    # the smallest byte: one pass without a temporary (a comparison makes one the size of the text)
+    return bool(len(data)) and int(data.min()) <= 0x20
 
 
 def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:

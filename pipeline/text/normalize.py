@@ -212,11 +212,23 @@ class _Classes(dict):
 _CHAR_CLASSES = _Classes()
 
 
+#: characters are asked of RE2 a block of this many code points at a time: a text's characters come
+#: from a few blocks, so a process soon knows them all (each ask compiles RE2's Unicode classes again)
+_CLASS_BLOCK = 128
+
+
 def char_classes(texts) -> dict[str, int]:
     """The classes (bits: :data:`LETTER`, :data:`UPPER`...) of every character met so far, knowing
-    every character of ``texts`` (strings); any other is looked up when asked for."""
-    new = sorted(set().union(*map(set, texts)) - _CHAR_CLASSES.keys())
-    if new:
+    every character of ``texts`` (strings) and the rest of their blocks; any other is looked up
+    when asked for."""
+    asked = set().union(*map(set, texts)) - _CHAR_CLASSES.keys()
+    if asked:
+        blocks = {ord(char) // _CLASS_BLOCK for char in asked}
+        # the blocks' surrogates are no characters (no UTF-8 holds them)
+        rest = {
+            chr(p) for b in blocks for p in range(b * _CLASS_BLOCK, (b + 1) * _CLASS_BLOCK) if not 0xD800 <= p < 0xE000
+        }
+        new = sorted((asked | rest) - _CHAR_CLASSES.keys())
         chars = pa.array(new, pa.string())
         bits = np.zeros(len(new), dtype=np.int64)
         for bit, pattern in _CLASS_PATTERNS:
