@@ -25,7 +25,7 @@ from pipeline.engine.step import Counts, StepResult
 from pipeline.engine.textfiles import LineShard, line_shards, read_shard_lines
 from pipeline.errors import InputError
 from pipeline.ingest import ReaderOptions
-from pipeline.text.labelling import label_lines
+from pipeline.text.labelling import label_lines, split_pattern
 
 from .base import lines_table, prepare_with, stem
 
@@ -106,10 +106,13 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
         counts.stats["empty_files"] += int(shard.file_lines == shard.file_blank)
     counts.stats["lines"] += len(lines)
     counts.stats["blank_lines"] += int(blank.sum())
-    lines = language.normalize(lines, counts.stats)
+    # the scan that finds the lines to normalize finds those the labelling's split looks at
+    lines, candidates = language.normalize_finding(lines, counts.stats, split_pattern(language))
     names, seg = numbering(shard, blank, options.doc_boundary)
     # the words encoded as they are written: the writer keeps them so
-    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names, encoded=True)
+    labelled = label_lines(
+        lines, language, keep_other_scripts=transcript, documents=names, encoded=True, candidates=candidates
+    )
     counts.dropped.update(labelled.dropped)
     if not transcript:  # a transcript's labels are stripped: how its abbreviations read does not matter
         counts.stats.update(labelled.stats)

@@ -328,3 +328,50 @@ def test_a_token_holding_whitespace_or_a_control_byte_is_found():
     for odd in ("a ", "\x1cb", "c\t", " "):
         assert _tokens_hold_whitespace(pa.array(["x", odd, "y"], pa.string()))
     assert not _tokens_hold_whitespace(pa.array(["x ", "y", "z"], pa.string()).slice(1))
+
+
+def test_the_letter_test_is_re2s():
+    r"""Which strings hold a letter, read off ASCII bytes and RE2's classes of other characters, is
+    what RE2's ``\pL`` finds: on random strings of letters, digits, marks, symbols and spaces."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.normalize import lettered
+
+    pool = [*"aZ09 -.%_@`[{", "\u0915", "\u093e", "\u0301", "\u24b6", "\u00e9", "\u0bcd", "\u0660", "\u4e2d", "\u2013"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 4))) for _ in range(5_000)]
+    array = pa.array(["skipped", *texts], pa.string()).slice(1)
+    assert lettered(array).tolist() == pc.match_substring_regex(array, r"\pL").to_pylist()
+    assert lettered(array.slice(0, 0)).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("code", "flores"), [("hi", "hin_Deva"), ("bn", "ben_Beng"), ("ta", "tam_Taml"), ("pa", "pan_Guru"), ("en", None)]
+)
+def test_the_split_looks_only_at_the_lines_the_normalizing_scan_found(shared, code, flores):
+    """The scan that finds the lines to normalize finds the lines the split looks at: given them,
+    labelling gives what it gives looking at every line, on lines whose glued mark or odd space
+    comes only with normalization (a pipe made a danda, a fullwidth comma, a no-break space) and
+    on real lines."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelling import split_pattern
+
+    made = ["राम|सीता गए", "क，ख ग", "a\u00a0b, c", "x\u2003y।z", "plain words here.", "", "দেখা৷ওরা", "ਰਾਮ|ਸੀਤਾ"]
+    real = (shared / f"indic/flores/{flores}.devtest").read_text(encoding="utf-8").split("\n") if flores else []
+    lines = pa.array(made + real[:400], pa.string())
+    language = get_language(code)
+    pattern = split_pattern(language)
+    normalized, candidates = language.normalize_finding(lines, None, pattern)
+    assert normalized.equals(language.normalize(lines))
+    matched = np.flatnonzero(pc.match_substring_regex(normalized, pattern).to_numpy(zero_copy_only=False))
+    assert len(matched) and candidates[matched].all()
+    given, looked = label_lines(normalized, language, candidates=candidates), label_lines(normalized, language)
+    for column in ("words", "labels", "case", "surface"):
+        assert getattr(given, column).to_pylist() == getattr(looked, column).to_pylist()
+    assert given.dropped == looked.dropped and given.stats == looked.stats

@@ -371,3 +371,26 @@ def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())
     return pc.binary_join(pa.ListArray.from_arrays(offsets, lines.cast(pa.string())), "\n")[0].as_py() or ""
+
+
+_ASCII_LETTERS = np.zeros(256, dtype=bool)
+_ASCII_LETTERS[[*range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1)]] = True
+
+
+def lettered(strings: pa.Array) -> np.ndarray:
+    r"""Which strings hold a letter (RE2's ``\pL``): ASCII ones read off their bytes, the few others
+    with RE2's classes of their characters (an RE2 pass would compile ``\pL``'s class, a millisecond,
+    each time)."""
+    out = np.zeros(len(strings), dtype=bool)
+    if not len(strings):
+        return out
+    offsets = value_offsets(strings)
+    letters = np.zeros(offsets[-1] - offsets[0] + 1, dtype=np.int64)
+    np.cumsum(_ASCII_LETTERS[value_data(strings)[offsets[0] : offsets[-1]]], out=letters[1:])
+    out[:] = letters[offsets[1:] - offsets[0]] > letters[offsets[:-1] - offsets[0]]
+    rows = non_ascii_rows(strings)
+    if len(rows):
+        texts = strings.take(pa.array(rows)).to_pylist()
+        classes = char_classes(texts)
+        out[rows] = [any(classes[c] & LETTER for c in text) for text in texts]
+    return out
