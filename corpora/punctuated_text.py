@@ -81,21 +81,27 @@ def shard_lines(shard: LineShard, quoting: str) -> tuple[pa.Array, np.ndarray]:
     return lines, blank
 
 
-def numbering(shard: LineShard, blank: np.ndarray, doc_boundary: str) -> tuple[list[str], np.ndarray]:
-    """Document name and segment number of each line of the shard (see the module doc)."""
+def numbering(shard: LineShard, blank: np.ndarray, doc_boundary: str) -> tuple[pa.Array, np.ndarray]:
+    """Document name and segment number of each line of the shard (see the module doc); the names
+    are made in Arrow (a Python string per line would cost more than the rest of the numbering)."""
     n = len(blank)
     name = stem(shard.path)
     nonblank = ~blank
     if doc_boundary == "line":
-        return [f"{name}#{k}" for k in range(shard.first_line, shard.first_line + n)], np.zeros(n, np.int64)
+        return _numbered(name, np.arange(shard.first_line, shard.first_line + n)), np.zeros(n, np.int64)
     if doc_boundary == "file":
-        return [name] * n, shard.nonblank_before + np.cumsum(nonblank) - 1
+        return pa.array([name] * n, pa.string()), shard.nonblank_before + np.cumsum(nonblank) - 1
     docs = shard.blank_before + np.cumsum(blank)
     # non-blank lines since the last blank line (the shard's first run continues the carried one)
     count = np.cumsum(nonblank)
     last_blank = np.maximum.accumulate(np.where(blank, np.arange(n), -1))
     before = np.where(last_blank >= 0, count[np.maximum(last_blank, 0)], -shard.nonblank_run)
-    return [f"{name}#{d}" for d in docs.tolist()], count - before - 1
+    return _numbered(name, docs), count - before - 1
+
+
+def _numbered(name: str, numbers: np.ndarray) -> pa.Array:
+    """``<name>#<k>`` for each k of ``numbers`` (non-negative integers, written as Python writes them)."""
+    return pc.binary_join_element_wise(f"{name}#", pa.array(numbers, pa.int64()).cast(pa.string()), "")
 
 
 def read(shard: LineShard, language, corpus: str, options: Options, transcript: bool = False) -> StepResult:
