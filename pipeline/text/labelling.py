@@ -216,13 +216,21 @@ def _initialisms(bodies: pa.Array) -> np.ndarray:
     return out
 
 
+def _listed(bodies: pa.Array, abbreviations: frozenset[str]) -> np.ndarray:
+    """Which bodies, a period after them and lowercased, are ``abbreviations`` (a language without
+    any, most, has nothing to look up)."""
+    if not abbreviations:
+        return np.zeros(len(bodies), dtype=bool)
+    return pc.is_in(
+        pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
+        value_set=pa.array(sorted(abbreviations), pa.string()),
+    ).to_numpy(zero_copy_only=False)
+
+
 def _before_name(bodies: pa.Array, language: Language) -> np.ndarray:
     """Which abbreviations (their words without the period) are written before a name: listed
     (titles), or a capital initial (George W. Bush) before the rest of a name."""
-    listed = pc.is_in(
-        pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
-        value_set=pa.array(sorted(language.abbreviations_before_name), pa.string()),
-    ).to_numpy(zero_copy_only=False)
+    listed = _listed(bodies, language.abbreviations_before_name)
     classes = char_classes([])
     initial = [len(body) == 1 and bool(classes[body] & UPPER) for body in bodies.to_pylist()]
     return listed | np.array(initial, dtype=bool)
@@ -436,11 +444,7 @@ def _trailing_marks(
     abbrev_rows = np.zeros(0, dtype=np.int64)
     if len(dotted):
         bodies = marked_body.take(pa.array(dotted))
-        listed = pc.is_in(
-            pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
-            value_set=pa.array(sorted(language.abbreviations), pa.string()),
-        ).to_numpy(zero_copy_only=False)
-        abbrev_rows = dotted[listed | _initialisms(bodies)]
+        abbrev_rows = dotted[_listed(bodies, language.abbreviations) | _initialisms(bodies)]
     if len(abbrev_rows):
         abbrev = np.zeros(len(has_tail), dtype=bool)
         abbrev[abbrev_rows] = True
