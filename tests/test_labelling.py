@@ -375,3 +375,38 @@ def test_the_split_looks_only_at_the_lines_the_normalizing_scan_found(shared, co
     for column in ("words", "labels", "case", "surface"):
         assert getattr(given, column).to_pylist() == getattr(looked, column).to_pylist()
     assert given.dropped == looked.dropped and given.stats == looked.stats
+
+
+def test_case_is_read_only_off_the_words_lowercasing_may_change():
+    """A word without an ASCII capital or a character beyond U+0000-U+007F and U+0800-U+0FFF is its
+    own lowercase (as Arrow lowercases: checked on each character), so its case is O without a
+    look; on random words of capitals, Indic letters, Greek, Cyrillic and Latin-1, the case codes
+    equal those read off every word's lowercase."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelled import case_codes
+    from pipeline.text.normalize import MAY_LOWER
+
+    unflagged = [chr(c) for c in [*range(0x80), *range(0x800, 0x1000)] if not MAY_LOWER[chr(c).encode()[0]]]
+    assert len(unflagged) == 0x80 - 26 + 0x800
+    assert pc.utf8_lower(pa.array(unflagged, pa.string())).to_pylist() == unflagged
+    pool = [
+        *"aZq7.-'",
+        "\u0915",
+        "\u093e",
+        "\u0b95",
+        "\u0bcd",
+        "\u0394",
+        "\u03b4",
+        "\u0416",
+        "\u00c9",
+        "\u1e9e",
+        "\u0130",
+    ]
+    rng = random.Random(3)
+    words = pa.array(["".join(rng.choices(pool, k=rng.randint(0, 5))) for _ in range(20_000)], pa.string())
+    assert case_codes(words, words).tolist() == case_codes(words, pc.utf8_lower(words)).tolist()
+    assert (case_codes(words, words) != 0).sum() > 1000

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LabelSet
 from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
-from pipeline.text.normalize import non_ascii_rows, value_data, value_offsets
+from pipeline.text.normalize import MAY_LOWER, non_ascii_rows, rows_holding, value_data, value_offsets
 
 
 @dataclass
@@ -78,12 +78,17 @@ def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
     codes = np.zeros(len(original), dtype=np.int8)
     if not len(original):
         return codes
-    lowered = stored if stored is not original else pc.utf8_lower(original)
-    differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
+    if stored is not original:
+        differs = np.flatnonzero(pc.not_equal(original, stored).to_numpy(zero_copy_only=False))
+        low = stored.take(pa.array(differs))
+    else:  # only a word holding a byte of a character lowercasing may change can differ from its lowercase
+        rows = rows_holding(original, MAY_LOWER)
+        lowered = pc.utf8_lower(original.take(pa.array(rows)))
+        changed = np.flatnonzero(pc.not_equal(original.take(pa.array(rows)), lowered).to_numpy(zero_copy_only=False))
+        differs, low = rows[changed], lowered.take(pa.array(changed))
     if not len(differs):
         return codes
     subset = original.take(pa.array(differs))
-    low = lowered.take(pa.array(differs))
     simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
         zero_copy_only=False
     )

@@ -359,6 +359,23 @@ def value_data(array: pa.Array) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
 
 
+#: the bytes of UTF-8 text that may belong to a character lowercasing changes: the ASCII capitals and
+#: every lead byte but 0xE0's, which leads U+0800-U+0FFF only (the scripts of India, Arabic's
+#: extensions, Thai, Lao, Tibetan: none has case; a test checks each against Arrow's utf8_lower)
+MAY_LOWER = np.zeros(256, dtype=bool)
+MAY_LOWER[ord("A") : ord("Z") + 1] = True
+MAY_LOWER[0xC0:0xE0] = True
+MAY_LOWER[0xE1:] = True
+
+
+def rows_holding(strings: pa.Array, table: np.ndarray) -> np.ndarray:
+    """Indices of the strings holding a byte that ``table`` (a flag per byte value) flags, found in
+    the character buffer."""
+    offsets = value_offsets(strings)
+    positions = np.flatnonzero(table[value_data(strings)[offsets[0] : offsets[-1]]])
+    return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
+
+
 def non_ascii_rows(strings: pa.Array) -> np.ndarray:
     """Indices of the strings with a non-ASCII byte, found in the character buffer (string_is_ascii
     goes string by string: 10x slower on millions of words)."""
