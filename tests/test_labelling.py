@@ -190,6 +190,8 @@ def test_coded_labels_are_the_dictionary_encoding_of_the_strings():
     cases = [[], [0], [3], [2, 2, 0], [3, 1, 0, 1, 2]] + [rng.integers(0, k, size=n).tolist() for k, n in
                                                         ((4, 1000), (2, 50), (4, 7))]  # fmt: skip
     cases += [(rng.integers(1, 4, size=200)).tolist()]  # the first value is not O
+    # values that first occur far into a long array (past its head), or never
+    cases += [[0] * 9000 + [3] + [1] * 5, [2] * 5000 + [0, 2], rng.choice(4, 20_000, p=[0.97, 0.02, 0.01, 0]).tolist()]
     for codes in cases:
         codes = np.array(codes, dtype=np.int8)
         expected = pc.dictionary_encode(vocabulary.take(pa.array(codes, pa.int8())))
