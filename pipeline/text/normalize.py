@@ -296,22 +296,21 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
     found = pc.match_substring_regex(lines, _APOSTROPHE_RE)
     if not pc.any(found).as_py():
         return lines
-    rows = pc.indices_nonzero(found)
+    rows = pc.indices_nonzero(found).to_numpy(zero_copy_only=False)
     subset = lines.filter(found).to_pylist()
-    # the scans look at the characters around apostrophes: a letter after, marks and a letter before
-    char_classes(
-        [line[max(0, m.start() - 3) : m.start() + 2] for line in subset for m in _ANY_APOSTROPHE.finditer(line)]
-    )
-    classes = _CHAR_CLASSES
-    fixed = [_mend_apostrophes(line, classes) for line in subset]
+    # the scans look at the characters around apostrophes (a letter after, marks and a letter
+    # before): a character not met yet is asked of RE2 with the rest of its block
+    fixed = [_mend_apostrophes(line, _CHAR_CLASSES) for line in subset]
+    changed = [i for i, (line, done) in enumerate(zip(subset, fixed)) if line != done]
+    if not changed:  # quotes, not apostrophes
+        return lines
     if counts is not None:
-        made = sum(sum(map(line.count, APOSTROPHES)) for line in subset)
-        made -= sum(sum(map(line.count, APOSTROPHES)) for line in fixed)
+        made = sum(sum(map(subset[i].count, APOSTROPHES)) - sum(map(fixed[i].count, APOSTROPHES)) for i in changed)
         if made:
             counts["apostrophes_made_ascii"] += made
     mask = np.zeros(len(lines), dtype=bool)
-    mask[rows.to_numpy(zero_copy_only=False)] = True
-    return pc.replace_with_mask(lines, pa.array(mask), pa.array(fixed, pa.string()))
+    mask[rows[changed]] = True
+    return pc.replace_with_mask(lines, pa.array(mask), pa.array([fixed[i] for i in changed], pa.string()))
 
 
 def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
