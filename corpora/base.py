@@ -65,14 +65,18 @@ def prepare_with(
 
 
 def lines_table(
-    corpus: str, lang: str, doc_names: list[str], seg: np.ndarray, labelled, keep: np.ndarray, labels=None
+    corpus: str, lang: str, doc_names: list[str] | pa.Array, seg: np.ndarray, labelled, keep: np.ndarray, labels=None
 ) -> pa.Table:
     """Segments of the ``keep`` lines of a labelled block (``labels`` replaces the labelled ones)."""
     labels = labels if labels is not None else labelled.labels
     columns = (labelled.words, labels, labelled.case, labelled.surface)
     if not keep.all():
         columns = tuple(_keep_rows(column, keep) for column in columns)
-        doc_names, seg = [name for name, k in zip(doc_names, keep) if k], seg[keep]
+        if isinstance(doc_names, pa.Array):
+            doc_names = doc_names.filter(pa.array(keep))
+        else:
+            doc_names = [name for name, k in zip(doc_names, keep) if k]
+        seg = seg[keep]
     words, labels, case, surface = columns
     vocabulary = labelled.label_set.labels
     return segments_table(

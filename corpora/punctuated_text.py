@@ -25,7 +25,7 @@ from pipeline.engine.step import Counts, StepResult
 from pipeline.engine.textfiles import LineShard, line_shards, read_shard_lines
 from pipeline.errors import InputError
 from pipeline.ingest import ReaderOptions
-from pipeline.text.labelling import label_lines
+from pipeline.text.labelling import label_lines, split_pattern
 
 from .base import lines_table, prepare_with, stem
 
@@ -40,6 +40,12 @@ class Options(ReaderOptions):
 
 def shards(files, options, lines_per_shard: int, runner=None) -> list[LineShard]:
     return line_shards(files, lines_per_shard, options.doc_boundary, runner)
+
+
+def drops_other_scripts(options) -> bool:
+    """The words are :func:`label_lines`'s with the language's filter of other scripts on (the
+    transcript reader, which keeps every word, does not say so)."""
+    return True
 
 
 def unquote_csv(text: str, path, first_line: int = 1) -> str:
@@ -75,21 +81,27 @@ def shard_lines(shard: LineShard, quoting: str) -> tuple[pa.Array, np.ndarray]:
     return lines, blank
 
 
-def numbering(shard: LineShard, blank: np.ndarray, doc_boundary: str) -> tuple[list[str], np.ndarray]:
-    """Document name and segment number of each line of the shard (see the module doc)."""
+def numbering(shard: LineShard, blank: np.ndarray, doc_boundary: str) -> tuple[pa.Array, np.ndarray]:
+    """Document name and segment number of each line of the shard (see the module doc); the names
+    are made in Arrow (a Python string per line would cost more than the rest of the numbering)."""
     n = len(blank)
     name = stem(shard.path)
     nonblank = ~blank
     if doc_boundary == "line":
-        return [f"{name}#{k}" for k in range(shard.first_line, shard.first_line + n)], np.zeros(n, np.int64)
+        return _numbered(name, np.arange(shard.first_line, shard.first_line + n)), np.zeros(n, np.int64)
     if doc_boundary == "file":
-        return [name] * n, shard.nonblank_before + np.cumsum(nonblank) - 1
+        return pa.array([name] * n, pa.string()), shard.nonblank_before + np.cumsum(nonblank) - 1
     docs = shard.blank_before + np.cumsum(blank)
     # non-blank lines since the last blank line (the shard's first run continues the carried one)
     count = np.cumsum(nonblank)
     last_blank = np.maximum.accumulate(np.where(blank, np.arange(n), -1))
     before = np.where(last_blank >= 0, count[np.maximum(last_blank, 0)], -shard.nonblank_run)
-    return [f"{name}#{d}" for d in docs.tolist()], count - before - 1
+    return _numbered(name, docs), count - before - 1
+
+
+def _numbered(name: str, numbers: np.ndarray) -> pa.Array:
+    """``<name>#<k>`` for each k of ``numbers`` (non-negative integers, written as Python writes them)."""
+    return pc.binary_join_element_wise(f"{name}#", pa.array(numbers, pa.int64()).cast(pa.string()), "")
 
 
 def read(shard: LineShard, language, corpus: str, options: Options, transcript: bool = False) -> StepResult:
@@ -100,10 +112,13 @@ def read(shard: LineShard, language, corpus: str, options: Options, transcript: 
         counts.stats["empty_files"] += int(shard.file_lines == shard.file_blank)
     counts.stats["lines"] += len(lines)
     counts.stats["blank_lines"] += int(blank.sum())
-    lines = language.normalize(lines, counts.stats)
+    # the scan that finds the lines to normalize finds those the labelling's split looks at
+    lines, candidates = language.normalize_finding(lines, counts.stats, split_pattern(language))
     names, seg = numbering(shard, blank, options.doc_boundary)
     # the words encoded as they are written: the writer keeps them so
-    labelled = label_lines(lines, language, keep_other_scripts=transcript, documents=names, encoded=True)
+    labelled = label_lines(
+        lines, language, keep_other_scripts=transcript, documents=names, encoded=True, candidates=candidates
+    )
     counts.dropped.update(labelled.dropped)
     if not transcript:  # a transcript's labels are stripped: how its abbreviations read does not matter
         counts.stats.update(labelled.stats)

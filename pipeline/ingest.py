@@ -8,7 +8,11 @@ module defines:
 * ``read(shard, language, corpus, options) -> StepResult``: one shard to segments and counts;
 * optionally ``shards(files, options, lines_per_shard)``: how its files are cut (default: a
   shard per file; line-oriented readers cut byte ranges of lines); with a ``runner`` keyword it
-  gets the ingest's executor, to scan the files on its workers.
+  gets the ingest's executor, to scan the files on its workers;
+* optionally ``drops_other_scripts(options) -> bool``: True where its words are the language's
+  labelling's with the language's filter of other scripts on (:func:`pipeline.text.labelling.label_lines`),
+  so a language that drops words in another script has none left in its segments: the ingest
+  then does not look for them again.
 
 The sharded ingest of a corpus entry is :func:`pipeline.operations.ingest.ingest` (the CLI and the
 DVC stage call it); the in-memory :func:`ingest_table` runs the same step over the same shards, so
@@ -157,15 +161,42 @@ class IngestStep:
         # the list columns as they are written (the writer leaves them so): the words' dictionary is
         # then the shard's distinct words, and its script is read once per distinct word
         table = result.table = as_dictionaries(result.table)
-        words = pc.list_flatten(table["words"])
-        words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
-        _count_other_scripts(words, language.scripts, result.counts)
+        if not self._scripts_checked(module, language):
+            words = pc.list_flatten(table["words"])
+            words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
+            _count_other_scripts(words, language.scripts, result.counts)
         result.counts.stats["segments"] += table.num_rows
         result.counts.stats["words"] += int(pc.sum(pc.list_value_length(table["words"])).as_py() or 0)
-        result.counts.stats["cased_words"] += int(
-            pc.sum(pc.not_equal(pc.list_flatten(table["case"]), "O")).as_py() or 0
-        )
+        result.counts.stats["cased_words"] += _items_other_than(table["case"], "O")
         return result
+
+    def _scripts_checked(self, module: ModuleType, language) -> bool:
+        """Can no kept word be in another script than the language's?  So where the language drops
+        such words and the reader says its words went through that filter as they are written: not
+        relabelled by a paper's protocol (its own rules), not rewritten into spoken forms, not
+        lowercased (the filter looked at the words as written)."""
+        declared = getattr(module, "drops_other_scripts", None)
+        return (
+            declared is not None
+            and declared(self.options)
+            and language.drop_other_scripts
+            and bool(language.scripts)
+            and not language.lowercase
+            and not language.relabelled
+            and not self.spoken
+        )
+
+
+def _items_other_than(column, value: str) -> int:
+    """How many items of a list column are not ``value`` (nulls not counted); a dictionary column's
+    are counted off its indices, each distinct value compared once."""
+    flat = pc.list_flatten(column)
+    flat = flat.combine_chunks() if isinstance(flat, pa.ChunkedArray) else flat
+    if not pa.types.is_dictionary(flat.type) or flat.null_count:
+        return int(pc.sum(pc.not_equal(flat, value)).as_py() or 0)
+    other = pc.not_equal(flat.dictionary, value).fill_null(False).to_numpy(zero_copy_only=False)
+    uses = np.bincount(flat.indices.to_numpy(zero_copy_only=False), minlength=len(other))
+    return int(uses[other].sum())
 
 
 def _count_other_scripts(words: pa.DictionaryArray, scripts: tuple[str, ...], counts: Counts) -> None:

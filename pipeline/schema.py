@@ -144,6 +144,12 @@ def _check_vocabulary(table: pa.Table, column: str, allowed, where: str) -> None
     flat = pc.list_flatten(table.column(column))
     if pa.types.is_dictionary(flat.type):  # the values used, not every word's
         flat = flat.combine_chunks() if isinstance(flat, pa.ChunkedArray) else flat
+        if not flat.indices.null_count:  # a count of each index (a handful of labels) beats a hash
+            used = np.bincount(flat.indices.to_numpy(zero_copy_only=False), minlength=len(flat.dictionary))
+            if pc.all(
+                pc.is_in(flat.dictionary.take(pa.array(np.flatnonzero(used))), value_set=pa.array(allowed))
+            ).as_py():
+                return
         flat = flat.dictionary.take(pc.unique(flat.indices).drop_null())
     unknown = pc.invert(pc.is_in(flat, value_set=pa.array(allowed)))
     if pc.any(unknown).as_py():
@@ -245,11 +251,36 @@ def encoded_codes(vocabulary: pa.Array, codes: np.ndarray) -> pa.DictionaryArray
     :func:`flat_codes`): the column as it is written, without building and hashing a string per
     word (1.4 s of 25 s ingesting Hindi)."""
     codes = np.asarray(codes, dtype=np.intp)
-    present = np.flatnonzero(np.bincount(codes, minlength=len(vocabulary)))
-    order = present[np.argsort([int(np.argmax(codes == code)) for code in present])]
+    if len(vocabulary) <= _FEW_VALUES and (not len(codes) or 0 <= codes.min() <= codes.max() < len(vocabulary)):
+        firsts = _first_positions(codes, len(vocabulary))
+        present = np.flatnonzero(firsts < len(codes))
+        order = present[np.argsort(firsts[present])]
+    else:
+        present = np.flatnonzero(np.bincount(codes, minlength=len(vocabulary)))
+        order = present[np.argsort([int(np.argmax(codes == code)) for code in present])]
     position = np.zeros(len(vocabulary), dtype=np.int32)
     position[order] = np.arange(len(order), dtype=np.int32)
     return pa.DictionaryArray.from_arrays(pa.array(position[codes]), vocabulary.take(pa.array(order, pa.int64())))
+
+
+#: a vocabulary of at most this many values (a label set, the case labels) has each value's first
+#: position looked for in turn, the array's head first: most values occur in it
+_FEW_VALUES, _HEAD = 16, 4096
+
+
+def _first_positions(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Where each of the values ``0 .. n_values - 1`` first occurs in ``codes`` (``len(codes)``: nowhere)."""
+    firsts = np.full(n_values, len(codes), dtype=np.int64)
+    head = codes[:_HEAD]
+    for value in range(n_values):
+        hits = np.flatnonzero(head == value)
+        if len(hits):
+            firsts[value] = hits[0]
+        elif len(codes) > _HEAD:
+            at = _HEAD + int(np.argmax(codes[_HEAD:] == value))
+            if codes[at] == value:
+                firsts[value] = at
+    return firsts
 
 
 def flat_codes(column, vocabulary: tuple[str, ...] | None = None) -> tuple[np.ndarray, list[str]]:

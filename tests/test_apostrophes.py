@@ -149,3 +149,16 @@ def test_apostrophe_scan_does_what_the_re2_patterns_do(shared):
     expected = _apostrophes_by_re2(lines)
     assert [(a, b) for a, b, c in zip(lines, out, expected) if b != c] == []
     assert counts["apostrophes_made_ascii"] == sum(a.count("'") - b.count("'") for a, b in zip(out, lines))
+
+
+def test_lines_whose_marks_are_all_quotes_come_back_as_they_are():
+    """Lines found for a quote that is no apostrophe are given back themselves, uncounted; beside a
+    line that changes, only that one is rewritten and counted."""
+    from pipeline.text.normalize import ascii_apostrophes
+
+    quotes = pa.array(["he said \u2018yes\u2019 to it", "\u2018\u0915\u2019 and `", "plain"], pa.string())
+    counts: Counter = Counter()
+    assert ascii_apostrophes(quotes, counts) is quotes and not counts
+    mixed = pa.array(["he said \u2018yes\u2019", "don\u2019t stop", "plain"], pa.string())
+    assert ascii_apostrophes(mixed, counts).to_pylist() == ["he said \u2018yes\u2019", "don't stop", "plain"]
+    assert counts == {"apostrophes_made_ascii": 1}

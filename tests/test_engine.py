@@ -123,7 +123,7 @@ def _lines_by_rule(data: bytes) -> list[tuple[int, int, int]]:
 
 
 def test_line_bounds_and_blank_lines_follow_the_rule():
-    """The scan's line ends (a fast path for text without CR) and blank flags (most lines decided
+    """The scan's line ends (a fast path for text without CR, found or told) and blank flags (most lines decided
     by their first byte) against the rule applied line by line: the module doc's blank rule on the
     decoded line, over LF, CRLF and lone CR files with whitespace, controls and invisible characters."""
     import random
@@ -144,6 +144,9 @@ def test_line_bounds_and_blank_lines_follow_the_rule():
         array = np.frombuffer(data, np.uint8)
         starts, ends, nexts = line_bounds(array)
         assert list(zip(starts.tolist(), ends.tolist(), nexts.tolist())) == expected, data
+        # told whether the bytes hold a CR (as the blocks' reader knows), the same bounds
+        told = line_bounds(array, b"\r" in data)
+        assert list(zip(*(a.tolist() for a in told))) == expected, data
         blank = [_BLANK_TEXT.fullmatch(data[a:b].decode()) is not None for a, b, _ in expected]
         assert blank_flags(array, starts, ends).tolist() == blank, data
 

@@ -98,3 +98,7 @@ def test_schema_checks_the_labels_an_encoded_column_uses():
     ].to_pylist() == [["O", "O"]]
     with pytest.raises(SchemaError, match="unknown label 'BANG'"):
         segments_table("c", "en", ["d"], [0], [["a", "b"]], column([0, 1]), vocabulary=LABELS)
+    # of several unknown labels, the first a word uses is named
+    dictionary = pa.array(["O", "BANG", "WHAT"], pa.string())
+    with pytest.raises(SchemaError, match="unknown label 'WHAT'"):
+        segments_table("c", "en", ["d"], [0], [["a", "b", "c"]], column([0, 2, 1]), vocabulary=LABELS)

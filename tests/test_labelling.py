@@ -190,6 +190,8 @@ def test_coded_labels_are_the_dictionary_encoding_of_the_strings():
     cases = [[], [0], [3], [2, 2, 0], [3, 1, 0, 1, 2]] + [rng.integers(0, k, size=n).tolist() for k, n in
                                                         ((4, 1000), (2, 50), (4, 7))]  # fmt: skip
     cases += [(rng.integers(1, 4, size=200)).tolist()]  # the first value is not O
+    # values that first occur far into a long array (past its head), or never
+    cases += [[0] * 9000 + [3] + [1] * 5, [2] * 5000 + [0, 2], rng.choice(4, 20_000, p=[0.97, 0.02, 0.01, 0]).tolist()]
     for codes in cases:
         codes = np.array(codes, dtype=np.int8)
         expected = pc.dictionary_encode(vocabulary.take(pa.array(codes, pa.int8())))
@@ -271,3 +273,142 @@ def test_case_and_initialism_reads_in_python_match_the_re2_patterns(shared):
     assert _cased(texts).tolist() == both.to_pylist()
     assert _starts_with(texts, UPPER).tolist() == pc.match_substring_regex(array, r"^\p{Lu}").to_pylist()
     assert _starts_with(texts, LOWER).tolist() == pc.match_substring_regex(array, r"^\p{Ll}").to_pylist()
+
+
+def test_character_classes_are_re2s_for_the_characters_asked_and_the_rest_of_their_blocks():
+    """A character's classes are asked of RE2 with the rest of its block of code points (so a
+    process soon knows them all): each one is what RE2's pattern says of that character alone."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.normalize import _CLASS_BLOCK, _CLASS_PATTERNS, char_classes
+
+    asked = ["\u0b95", "\u1e9e", "\U0001d400"]  # Tamil KA, capital sharp s, a mathematical capital
+    classes = char_classes(asked)
+    block = [
+        chr(p)
+        for c in asked
+        for p in range(ord(c) // _CLASS_BLOCK * _CLASS_BLOCK, ord(c) // _CLASS_BLOCK * _CLASS_BLOCK + _CLASS_BLOCK)
+    ]
+    expected = [0] * len(block)
+    for bit, pattern in _CLASS_PATTERNS:
+        found = pc.match_substring_regex(pa.array(block, pa.string()), f"^{pattern}$").to_pylist()
+        expected = [bits | (bit if hit else 0) for bits, hit in zip(expected, found)]
+    assert [classes[c] for c in block] == expected
+    assert classes["\u0b95"] and classes["\u1e9e"] and classes["\U0001d400"]
+
+
+def test_mixed_case_forms_put_each_form_at_its_row_and_nulls_elsewhere():
+    """The surface column built from the forms' buffers is the masked replace of nulls by the forms,
+    for forms cut from a longer array, an empty form, and rows at either end."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelled import mixed_case_forms
+
+    forms = pa.array(["skip", "iPhone", "", "McDonald", "eBay", "skip"], pa.string()).slice(1, 4)
+    for n, rows in ((4, [0, 1, 2, 3]), (9, [0, 3, 5, 8]), (1000, [2, 500, 501, 999])):
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        expected = pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(mask), forms)
+        got = mixed_case_forms(n, np.array(rows), forms)
+        got.validate(full=True)
+        assert got.to_pylist() == expected.to_pylist() and got.null_count == n - 4
+    assert mixed_case_forms(3, np.array([], dtype=np.int64), forms.slice(0, 0)).to_pylist() == [None] * 3
+
+
+def test_a_token_holding_whitespace_or_a_control_byte_is_found():
+    """The split's tokens are looked at for a byte <= 0x20 (whitespace a split left, a separator)."""
+    import pyarrow as pa
+
+    from pipeline.text.labelling import _tokens_hold_whitespace
+
+    assert not _tokens_hold_whitespace(pa.array(["a", "बी", "!"], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array(["", ""], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array([], pa.string()))
+    for odd in ("a ", "\x1cb", "c\t", " "):
+        assert _tokens_hold_whitespace(pa.array(["x", odd, "y"], pa.string()))
+    assert not _tokens_hold_whitespace(pa.array(["x ", "y", "z"], pa.string()).slice(1))
+
+
+def test_the_letter_test_is_re2s():
+    r"""Which strings hold a letter, read off ASCII bytes and RE2's classes of other characters, is
+    what RE2's ``\pL`` finds: on random strings of letters, digits, marks, symbols and spaces."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.normalize import lettered
+
+    pool = [*"aZ09 -.%_@`[{", "\u0915", "\u093e", "\u0301", "\u24b6", "\u00e9", "\u0bcd", "\u0660", "\u4e2d", "\u2013"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 4))) for _ in range(5_000)]
+    array = pa.array(["skipped", *texts], pa.string()).slice(1)
+    assert lettered(array).tolist() == pc.match_substring_regex(array, r"\pL").to_pylist()
+    assert lettered(array.slice(0, 0)).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("code", "flores"), [("hi", "hin_Deva"), ("bn", "ben_Beng"), ("ta", "tam_Taml"), ("pa", "pan_Guru"), ("en", None)]
+)
+def test_the_split_looks_only_at_the_lines_the_normalizing_scan_found(shared, code, flores):
+    """The scan that finds the lines to normalize finds the lines the split looks at: given them,
+    labelling gives what it gives looking at every line, on lines whose glued mark or odd space
+    comes only with normalization (a pipe made a danda, a fullwidth comma, a no-break space) and
+    on real lines."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelling import split_pattern
+
+    made = ["राम|सीता गए", "क，ख ग", "a\u00a0b, c", "x\u2003y।z", "plain words here.", "", "দেখা৷ওরা", "ਰਾਮ|ਸੀਤਾ"]
+    real = (shared / f"indic/flores/{flores}.devtest").read_text(encoding="utf-8").split("\n") if flores else []
+    lines = pa.array(made + real[:400], pa.string())
+    language = get_language(code)
+    pattern = split_pattern(language)
+    normalized, candidates = language.normalize_finding(lines, None, pattern)
+    assert normalized.equals(language.normalize(lines))
+    matched = np.flatnonzero(pc.match_substring_regex(normalized, pattern).to_numpy(zero_copy_only=False))
+    assert len(matched) and candidates[matched].all()
+    given, looked = label_lines(normalized, language, candidates=candidates), label_lines(normalized, language)
+    for column in ("words", "labels", "case", "surface"):
+        assert getattr(given, column).to_pylist() == getattr(looked, column).to_pylist()
+    assert given.dropped == looked.dropped and given.stats == looked.stats
+
+
+def test_case_is_read_only_off_the_words_lowercasing_may_change():
+    """A word without an ASCII capital or a character beyond U+0000-U+007F and U+0800-U+0FFF is its
+    own lowercase (as Arrow lowercases: checked on each character), so its case is O without a
+    look; on random words of capitals, Indic letters, Greek, Cyrillic and Latin-1, the case codes
+    equal those read off every word's lowercase."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.text.labelled import case_codes
+    from pipeline.text.normalize import MAY_LOWER
+
+    unflagged = [chr(c) for c in [*range(0x80), *range(0x800, 0x1000)] if not MAY_LOWER[chr(c).encode()[0]]]
+    assert len(unflagged) == 0x80 - 26 + 0x800
+    assert pc.utf8_lower(pa.array(unflagged, pa.string())).to_pylist() == unflagged
+    pool = [
+        *"aZq7.-'",
+        "\u0915",
+        "\u093e",
+        "\u0b95",
+        "\u0bcd",
+        "\u0394",
+        "\u03b4",
+        "\u0416",
+        "\u00c9",
+        "\u1e9e",
+        "\u0130",
+    ]
+    rng = random.Random(3)
+    words = pa.array(["".join(rng.choices(pool, k=rng.randint(0, 5))) for _ in range(20_000)], pa.string())
+    assert case_codes(words, words).tolist() == case_codes(words, pc.utf8_lower(words)).tolist()
+    assert (case_codes(words, words) != 0).sum() > 1000

@@ -61,6 +61,51 @@ def test_a_few_words_of_another_script_are_fine(tmp_path):
     assert json.loads(stats.read_text())["other_script_words:Latin"] == 1
 
 
+#: Hindi with words of another script: glued to marks, an initialism, a capitalized name, a digit
+MIXED = "\n".join(
+    ["मैंने iPhone, Apple से खरीदा।", "वह U.S. गया और NASA (space) देखा?", "2024 में \u201cहमने\u201d Paris देखा, café भी।", ""]
+)
+
+
+def _kept_other_script_words(out) -> dict:
+    """The ``other_script_words`` counts of the words an ingest kept, read from its Parquet output."""
+    import pyarrow.compute as pc
+
+    from pipeline.engine.step import Counts
+    from pipeline.ingest import _count_other_scripts
+    from pipeline.text.languages import get_language
+
+    counts = Counts()
+    words = pc.list_flatten(reading.read_segments(out)["words"]).combine_chunks()
+    _count_other_scripts(pc.dictionary_encode(words.cast("string")), get_language("hi").scripts, counts)
+    return dict(counts.stats)
+
+
+def test_the_text_reader_keeps_no_word_of_another_script_where_the_language_drops_them(tmp_path):
+    # the ingest does not look at the text reader's kept words again (it declares drops_other_scripts):
+    # none is in another script, and the stats count the dropped ones by script
+    path = tmp_path / "mixed.txt"
+    path.write_text(MIXED, encoding="utf-8")
+    out, stats = tmp_path / "out.parquet", tmp_path / "stats.json"
+    rc, err = call("pipeline", ingest_argv(path, "hi", out, "--stats", stats))
+    assert rc == 0, err
+    assert _kept_other_script_words(out) == {}
+    report = json.loads(stats.read_text())
+    assert report["dropped"]["word_in_other_script"] == report["other_script_words:Latin"] == 7
+
+
+def test_a_transcript_keeps_words_of_another_script_and_counts_them(tmp_path):
+    # the transcript reader keeps every word: the ingest counts the kept ones in another script
+    path = tmp_path / "mixed.txt"
+    path.write_text(MIXED, encoding="utf-8")
+    out, stats = tmp_path / "out.parquet", tmp_path / "stats.json"
+    rc, err = call("pipeline", ingest_argv(path, "hi", out, "--stats", stats, reader="transcript"))
+    assert rc == 0, err
+    report = json.loads(stats.read_text())
+    assert "word_in_other_script" not in report.get("dropped", {})
+    assert report["other_script_words:Latin"] == _kept_other_script_words(out)["other_script_words:Latin"] == 7
+
+
 def test_the_stage_refuses_and_its_params_key_allows(tmp_path, talk):
     entry = {"reader": "text", "lang": "hi", "input": str(talk)}
     params = write_params(tmp_path / "params.yaml", {"corpora": {"talk": entry}})

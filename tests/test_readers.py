@@ -131,3 +131,33 @@ def test_lines_without_words_leave_without_copying_the_others():
             got = _keep_rows(column, keep)
             assert got.to_pylist() == expected.to_pylist(), keep
             assert got.type == column.type
+
+
+@pytest.mark.parametrize("doc_boundary", ["line", "blank_line", "file"])
+def test_text_documents_and_segments_are_numbered_by_the_rule(tmp_path, doc_boundary):
+    """The text reader's document ids (``<stem>#<k>``, or ``<stem>``) and segment numbers, made in
+    Arrow, are the module doc's rule written out in Python, over shards of any size (blank lines and
+    a line without words dropped, numbers past a shard's start)."""
+    import pyarrow as pa
+
+    from pipeline.ingest import ingest_table
+
+    lines = ["a b.", "c", "", "", "d, e", "f?", "", "g", "...", "h i", "", "j"] * 3
+    path = write(tmp_path, "talk.txt", "\n".join(lines) + "\n")
+    expected_docs, expected_segs, doc, seg = [], [], 0, 0
+    for k, line in enumerate(lines):
+        if not line:
+            doc, seg = doc + 1, 0
+            continue
+        if line != "...":  # a line of marks only has no words: dropped, its number kept
+            name = {"line": f"talk#{k}", "blank_line": f"talk#{doc}", "file": "talk"}[doc_boundary]
+            expected_docs.append(name)
+            expected_segs.append({"line": 0, "blank_line": seg, "file": k - lines[:k].count("")}[doc_boundary])
+        seg += 1
+    for lines_per_shard in (1, 5, 1000):
+        table, _ = ingest_table(
+            "text", path, "en", "c", {"doc_boundary": doc_boundary}, lines_per_shard=lines_per_shard
+        )
+        assert table.schema.field("doc_id").type == pa.string()
+        assert table["doc_id"].to_pylist() == expected_docs
+        assert table["seg_id"].to_pylist() == expected_segs

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from pipeline.labels import CASE_LABELS, CASE_TO_ID, LabelSet
 from pipeline.schema import CASE_VALUES, encoded_codes
 from pipeline.text.case import case_of_stored
-from pipeline.text.normalize import non_ascii_rows
+from pipeline.text.normalize import MAY_LOWER, non_ascii_rows, rows_holding, value_data, value_offsets
 
 
 @dataclass
@@ -78,12 +78,17 @@ def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
     codes = np.zeros(len(original), dtype=np.int8)
     if not len(original):
         return codes
-    lowered = stored if stored is not original else pc.utf8_lower(original)
-    differs = np.flatnonzero(pc.not_equal(original, lowered).to_numpy(zero_copy_only=False))
+    if stored is not original:
+        differs = np.flatnonzero(pc.not_equal(original, stored).to_numpy(zero_copy_only=False))
+        low = stored.take(pa.array(differs))
+    else:  # only a word holding a byte of a character lowercasing may change can differ from its lowercase
+        rows = rows_holding(original, MAY_LOWER)
+        lowered = pc.utf8_lower(original.take(pa.array(rows)))
+        changed = np.flatnonzero(pc.not_equal(original.take(pa.array(rows)), lowered).to_numpy(zero_copy_only=False))
+        differs, low = rows[changed], lowered.take(pa.array(changed))
     if not len(differs):
         return codes
     subset = original.take(pa.array(differs))
-    low = lowered.take(pa.array(differs))
     simple = pc.and_(pc.string_is_ascii(subset), pc.match_substring_regex(subset, "^[A-Za-z]")).to_numpy(
         zero_copy_only=False
     )
@@ -102,9 +107,20 @@ def case_codes(original: pa.Array, stored: pa.Array) -> np.ndarray:
 
 def mixed_case_forms(n: int, rows: np.ndarray, forms: pa.Array) -> pa.Array:
     """``n`` nulls but at ``rows`` (sorted: the words whose case label is ``M``), their ``forms``."""
-    surface = pa.nulls(n, pa.string())
-    if len(rows):
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        surface = pc.replace_with_mask(surface, pa.array(mask), forms)
-    return surface
+    if not len(rows):
+        return pa.nulls(n, pa.string())
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    if forms.null_count:
+        return pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(mask), forms)
+    # built from the buffers: the forms' bytes as they are, empty strings under the nulls (a masked
+    # replace over every word costs ten times more)
+    form_offsets = value_offsets(forms)
+    lengths = np.zeros(n, dtype=np.int32)
+    lengths[rows] = np.diff(form_offsets)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = value_data(forms)[form_offsets[0] : form_offsets[-1]]
+    validity = np.packbits(mask, bitorder="little")
+    buffers = [pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.StringArray.from_buffers(n, buffers[1], buffers[2], buffers[0], n - len(rows))

@@ -42,6 +42,7 @@ from pipeline.text.normalize import (
     UPPER,
     char_class,
     char_classes,
+    lettered,
     value_data,
     value_offsets,
 )
@@ -75,16 +76,40 @@ def _separate_glued_marks(lines: pa.Array, table) -> pa.Array:
     return pc.replace_with_mask(lines, found, spaced)
 
 
-def _split_glued_marks(lines: pa.Array, table) -> tuple[pa.Array, bool]:
+def _split_finds(table) -> tuple[str, str | None]:
+    """What :func:`_split_glued_marks` looks for: the lines it may change or that hold whitespace
+    beyond ASCII's (an RE2 pattern), and the glued marks followed by what a split does not split at."""
+    chars = _glued_chars(table)
+    glued = char_class(chars) + "[^\\t-\\r ]" if chars else None
+    return "|".join(filter(None, [glued, _UNICODE_SPACE])), glued
+
+
+def split_pattern(language: Language) -> str | None:
+    """An RE2 pattern that every line :func:`label_lines` splits otherwise than at ASCII whitespace
+    matches (None: it does not look, or not by a pattern): given ``candidates``, it looks at the
+    lines that may match it only."""
+    if language.tokenize is not None or language.relabelled:
+        return None
+    return _split_finds(language.punctuation)[0]
+
+
+def _split_glued_marks(lines: pa.Array, table, candidates: np.ndarray | None = None) -> tuple[pa.Array, bool]:
     """For a whitespace split: a space after the glued marks (:func:`_glued_chars`) that are followed
     by what no whitespace split splits at (elsewhere it splits nothing: it would only add an empty
     token at the line's end, and an empty token is no word, no mark and no loss); and whether a
-    line holds whitespace beyond ASCII's.  One scan finds the lines with either (few)."""
+    line holds whitespace beyond ASCII's.  One scan finds the lines with either (few), of the
+    ``candidates`` only where given (the others match no :func:`split_pattern`)."""
     if len(lines) == 0:
         return lines, False
-    chars = _glued_chars(table)
-    glued = char_class(chars) + "[^\\t-\\r ]" if chars else None
-    found = pc.match_substring_regex(lines, "|".join(filter(None, [glued, _UNICODE_SPACE])))
+    pattern, glued = _split_finds(table)
+    if candidates is None:
+        found = pc.match_substring_regex(lines, pattern)
+    else:
+        rows = np.flatnonzero(candidates)
+        hits = np.zeros(len(lines), dtype=bool)
+        if len(rows):
+            hits[rows] = pc.match_substring_regex(lines.take(pa.array(rows)), pattern).to_numpy(zero_copy_only=False)
+        found = pa.array(hits)
     if not pc.any(found).as_py():
         return lines, False
     subset = lines.filter(found)
@@ -92,6 +117,7 @@ def _split_glued_marks(lines: pa.Array, table) -> tuple[pa.Array, bool]:
     if glued is not None:
         to_space = pc.match_substring_regex(subset, glued)
         if pc.any(to_space).as_py():
+            chars = _glued_chars(table)
             spaced = pc.replace_substring_regex(subset.filter(to_space), "(" + char_class(chars) + ")", "\\1 ")
             lines = pc.replace_with_mask(lines, found, pc.replace_with_mask(subset, to_space, spaced))
     return lines, unicode_space
@@ -124,7 +150,7 @@ def _other_script(words: pa.Array, scripts: tuple[str, ...]) -> np.ndarray:
     outside = np.flatnonzero(~pc.match_substring_regex(words, f"(?:{own})").to_numpy(zero_copy_only=False))
     other = np.zeros(len(words), dtype=bool)
     # most words are in the language's script: the letter test runs on the others only
-    other[outside] = pc.match_substring_regex(words.take(pa.array(outside)), r"\pL").to_numpy(zero_copy_only=False)
+    other[outside] = lettered(words.take(pa.array(outside)))
     return other
 
 
@@ -136,7 +162,9 @@ def _tokens_hold_whitespace(tokens: pa.Array) -> bool:
     if len(tokens) == 0:
         return False
     offsets = value_offsets(tokens)
-    return bool((value_data(tokens)[offsets[0] : offsets[-1]] <= 0x20).any())
+    data = value_data(tokens)[offsets[0] : offsets[-1]]
+    # the smallest byte: one pass without a temporary (a comparison makes one the size of the text)
+    return bool(len(data)) and int(data.min()) <= 0x20
 
 
 def _strip_openers(tokens: pa.Array, openers: str) -> pa.Array:
@@ -188,13 +216,21 @@ def _initialisms(bodies: pa.Array) -> np.ndarray:
     return out
 
 
+def _listed(bodies: pa.Array, abbreviations: frozenset[str]) -> np.ndarray:
+    """Which bodies, a period after them and lowercased, are ``abbreviations`` (a language without
+    any, most, has nothing to look up)."""
+    if not abbreviations:
+        return np.zeros(len(bodies), dtype=bool)
+    return pc.is_in(
+        pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
+        value_set=pa.array(sorted(abbreviations), pa.string()),
+    ).to_numpy(zero_copy_only=False)
+
+
 def _before_name(bodies: pa.Array, language: Language) -> np.ndarray:
     """Which abbreviations (their words without the period) are written before a name: listed
     (titles), or a capital initial (George W. Bush) before the rest of a name."""
-    listed = pc.is_in(
-        pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
-        value_set=pa.array(sorted(language.abbreviations_before_name), pa.string()),
-    ).to_numpy(zero_copy_only=False)
+    listed = _listed(bodies, language.abbreviations_before_name)
     classes = char_classes([])
     initial = [len(body) == 1 and bool(classes[body] & UPPER) for body in bodies.to_pylist()]
     return listed | np.array(initial, dtype=bool)
@@ -273,7 +309,12 @@ def _abbreviation_ends(
 
 
 def label_lines(
-    lines, language: Language, keep_other_scripts: bool = False, documents=None, encoded: bool = False
+    lines,
+    language: Language,
+    keep_other_scripts: bool = False,
+    documents=None,
+    encoded: bool = False,
+    candidates: np.ndarray | None = None,
 ) -> Labelled:
     """Label each line of punctuated text.  ``lines`` are already normalized.
 
@@ -282,7 +323,8 @@ def label_lines(
     document key per line (None: one document), for a paper protocol that rewrites a document's
     lines together (:mod:`pipeline.text.protocols`); the project's own rules label line by line.
     ``encoded``: the words' values may come dictionary-encoded exactly as ``pc.dictionary_encode``
-    encodes them (as a dataset is written: the writer keeps them), not as strings."""
+    encodes them (as a dataset is written: the writer keeps them), not as strings.  ``candidates``:
+    a mask of the lines that may match :func:`split_pattern` (the others are not looked at for it)."""
     lines = lines if isinstance(lines, pa.Array) else pa.array(lines, pa.string())
     if language.relabelled:
         from pipeline.text import protocols
@@ -293,7 +335,7 @@ def label_lines(
         lines = _separate_glued_marks(lines, table)
         tokens_per_line = pa.array([language.tokenize(line) for line in lines.to_pylist()], pa.list_(pa.string()))
     else:
-        lines, unicode_space = _split_glued_marks(lines, table)
+        lines, unicode_space = _split_glued_marks(lines, table, candidates)
         tokens_per_line = _split_at_whitespace(lines, unicode_space)
     tokens = pc.list_flatten(tokens_per_line)
     token_offsets = _list_offsets(tokens_per_line)
@@ -402,11 +444,7 @@ def _trailing_marks(
     abbrev_rows = np.zeros(0, dtype=np.int64)
     if len(dotted):
         bodies = marked_body.take(pa.array(dotted))
-        listed = pc.is_in(
-            pc.utf8_lower(pc.binary_join_element_wise(bodies, ".", "")),
-            value_set=pa.array(sorted(language.abbreviations), pa.string()),
-        ).to_numpy(zero_copy_only=False)
-        abbrev_rows = dotted[listed | _initialisms(bodies)]
+        abbrev_rows = dotted[_listed(bodies, language.abbreviations) | _initialisms(bodies)]
     if len(abbrev_rows):
         abbrev = np.zeros(len(has_tail), dtype=bool)
         abbrev[abbrev_rows] = True

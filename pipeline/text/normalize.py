@@ -212,11 +212,23 @@ class _Classes(dict):
 _CHAR_CLASSES = _Classes()
 
 
+#: characters are asked of RE2 a block of this many code points at a time: a text's characters come
+#: from a few blocks, so a process soon knows them all (each ask compiles RE2's Unicode classes again)
+_CLASS_BLOCK = 128
+
+
 def char_classes(texts) -> dict[str, int]:
     """The classes (bits: :data:`LETTER`, :data:`UPPER`...) of every character met so far, knowing
-    every character of ``texts`` (strings); any other is looked up when asked for."""
-    new = sorted(set().union(*map(set, texts)) - _CHAR_CLASSES.keys())
-    if new:
+    every character of ``texts`` (strings) and the rest of their blocks; any other is looked up
+    when asked for."""
+    asked = set().union(*map(set, texts)) - _CHAR_CLASSES.keys()
+    if asked:
+        blocks = {ord(char) // _CLASS_BLOCK for char in asked}
+        # the blocks' surrogates are no characters (no UTF-8 holds them)
+        rest = {
+            chr(p) for b in blocks for p in range(b * _CLASS_BLOCK, (b + 1) * _CLASS_BLOCK) if not 0xD800 <= p < 0xE000
+        }
+        new = sorted((asked | rest) - _CHAR_CLASSES.keys())
         chars = pa.array(new, pa.string())
         bits = np.zeros(len(new), dtype=np.int64)
         for bit, pattern in _CLASS_PATTERNS:
@@ -284,22 +296,21 @@ def ascii_apostrophes(lines: pa.Array, counts: Counter | None = None) -> pa.Arra
     found = pc.match_substring_regex(lines, _APOSTROPHE_RE)
     if not pc.any(found).as_py():
         return lines
-    rows = pc.indices_nonzero(found)
+    rows = pc.indices_nonzero(found).to_numpy(zero_copy_only=False)
     subset = lines.filter(found).to_pylist()
-    # the scans look at the characters around apostrophes: a letter after, marks and a letter before
-    char_classes(
-        [line[max(0, m.start() - 3) : m.start() + 2] for line in subset for m in _ANY_APOSTROPHE.finditer(line)]
-    )
-    classes = _CHAR_CLASSES
-    fixed = [_mend_apostrophes(line, classes) for line in subset]
+    # the scans look at the characters around apostrophes (a letter after, marks and a letter
+    # before): a character not met yet is asked of RE2 with the rest of its block
+    fixed = [_mend_apostrophes(line, _CHAR_CLASSES) for line in subset]
+    changed = [i for i, (line, done) in enumerate(zip(subset, fixed)) if line != done]
+    if not changed:  # quotes, not apostrophes
+        return lines
     if counts is not None:
-        made = sum(sum(map(line.count, APOSTROPHES)) for line in subset)
-        made -= sum(sum(map(line.count, APOSTROPHES)) for line in fixed)
+        made = sum(sum(map(subset[i].count, APOSTROPHES)) - sum(map(fixed[i].count, APOSTROPHES)) for i in changed)
         if made:
             counts["apostrophes_made_ascii"] += made
     mask = np.zeros(len(lines), dtype=bool)
-    mask[rows.to_numpy(zero_copy_only=False)] = True
-    return pc.replace_with_mask(lines, pa.array(mask), pa.array(fixed, pa.string()))
+    mask[rows[changed]] = True
+    return pc.replace_with_mask(lines, pa.array(mask), pa.array([fixed[i] for i in changed], pa.string()))
 
 
 def clean_lines(lines: pa.Array, keep_joiners: bool = False, counts: Counter | None = None) -> pa.Array:
@@ -347,6 +358,23 @@ def value_data(array: pa.Array) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
 
 
+#: the bytes of UTF-8 text that may belong to a character lowercasing changes: the ASCII capitals and
+#: every lead byte but 0xE0's, which leads U+0800-U+0FFF only (the scripts of India, Arabic's
+#: extensions, Thai, Lao, Tibetan: none has case; a test checks each against Arrow's utf8_lower)
+MAY_LOWER = np.zeros(256, dtype=bool)
+MAY_LOWER[ord("A") : ord("Z") + 1] = True
+MAY_LOWER[0xC0:0xE0] = True
+MAY_LOWER[0xE1:] = True
+
+
+def rows_holding(strings: pa.Array, table: np.ndarray) -> np.ndarray:
+    """Indices of the strings holding a byte that ``table`` (a flag per byte value) flags, found in
+    the character buffer."""
+    offsets = value_offsets(strings)
+    positions = np.flatnonzero(table[value_data(strings)[offsets[0] : offsets[-1]]])
+    return np.unique(np.searchsorted(offsets - offsets[0], positions, side="right") - 1)
+
+
 def non_ascii_rows(strings: pa.Array) -> np.ndarray:
     """Indices of the strings with a non-ASCII byte, found in the character buffer (string_is_ascii
     goes string by string: 10x slower on millions of words)."""
@@ -359,3 +387,26 @@ def join_lines(lines: pa.Array) -> str:
     """Lines without nulls joined by newlines: one Python string, built in Arrow."""
     offsets = pa.array([0, len(lines)], pa.int32())
     return pc.binary_join(pa.ListArray.from_arrays(offsets, lines.cast(pa.string())), "\n")[0].as_py() or ""
+
+
+_ASCII_LETTERS = np.zeros(256, dtype=bool)
+_ASCII_LETTERS[[*range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1)]] = True
+
+
+def lettered(strings: pa.Array) -> np.ndarray:
+    r"""Which strings hold a letter (RE2's ``\pL``): ASCII ones read off their bytes, the few others
+    with RE2's classes of their characters (an RE2 pass would compile ``\pL``'s class, a millisecond,
+    each time)."""
+    out = np.zeros(len(strings), dtype=bool)
+    if not len(strings):
+        return out
+    offsets = value_offsets(strings)
+    letters = np.zeros(offsets[-1] - offsets[0] + 1, dtype=np.int64)
+    np.cumsum(_ASCII_LETTERS[value_data(strings)[offsets[0] : offsets[-1]]], out=letters[1:])
+    out[:] = letters[offsets[1:] - offsets[0]] > letters[offsets[:-1] - offsets[0]]
+    rows = non_ascii_rows(strings)
+    if len(rows):
+        texts = strings.take(pa.array(rows)).to_pylist()
+        classes = char_classes(texts)
+        out[rows] = [any(classes[c] & LETTER for c in text) for text in texts]
+    return out

@@ -318,7 +318,10 @@ def label_lines(lines: pa.Array, language, documents=None):
 
     rules = load(language.protocol).rules(language.code)
     texts = lines.to_pylist()
-    keys = [0] * len(texts) if documents is None else list(documents)
+    if documents is None:
+        keys = [0] * len(texts)
+    else:
+        keys = documents.to_pylist() if isinstance(documents, pa.Array) else list(documents)
     labelled: list[list[tuple[str, str]]] = []
     start = 0
     while start < len(texts):

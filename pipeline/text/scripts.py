@@ -53,7 +53,7 @@ def other_script_words(words, scripts: tuple[str, ...]):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.text.normalize import non_ascii_rows
+    from pipeline.text.normalize import lettered, non_ascii_rows
 
     other = np.zeros(len(words), dtype=bool)
     if not len(words) or not scripts:
@@ -66,8 +66,7 @@ def other_script_words(words, scripts: tuple[str, ...]):
     outside = ~pc.match_substring_regex(subset, f"(?:{own})").to_numpy(zero_copy_only=False)
     if outside.any():
         # the letter test on the words outside the scripts only (most words are in them)
-        lettered = pc.match_substring_regex(subset.filter(pa.array(outside)), r"\pL").to_numpy(zero_copy_only=False)
-        other[rows[np.flatnonzero(outside)[lettered]]] = True
+        other[rows[np.flatnonzero(outside)[lettered(subset.filter(pa.array(outside)))]]] = True
     return other
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow  # not "as pa": the Punjabi module pipeline.text.languages.pa would shadow it
 import pyarrow.compute as pc
 
@@ -97,25 +98,35 @@ class Language:
     def normalize(self, lines: pyarrow.Array, counts: Counter | None = None) -> pyarrow.Array:
         """Normalize lines (an Arrow string array) for this language; the count is kept.  What was
         replaced (control characters) is counted in ``counts``."""
+        return self.normalize_finding(lines, counts)[0]
+
+    def normalize_finding(
+        self, lines: pyarrow.Array, counts: Counter | None = None, pattern: str | None = None
+    ) -> tuple[pyarrow.Array, np.ndarray | None]:
+        """:meth:`normalize`, and which lines may match the RE2 ``pattern`` once normalized (a mask;
+        None: any may, or no pattern given): the scan that finds the lines to normalize finds them
+        too, where a second scan of every line would cost as much again."""
         # a protocol's rewrites take the text as the paper did: the language's own fixes would
         # change what they see (Mandarin's stray spaces are slots' ends to Rao et al. 2022)
         block = None if self.normalize_block is None or self.relabelled else self.normalize_block
         if not len(lines) or (block is not None and self.block_rewrites is None):
             lines = clean_lines(lines, self.keep_joiners, counts)
-            return _normalize_as_block(lines, block) if block is not None and len(lines) else lines
+            return (_normalize_as_block(lines, block) if block is not None and len(lines) else lines), None
         # one scan finds the lines that anything would rewrite (most lines hold nothing to rewrite);
-        # each step works line by line, so the others are left as they are
-        found = pc.match_substring_regex(lines, cleaned_or_rewritten(self.keep_joiners, self.block_rewrites))
-        found = found.fill_null(False)
+        # each step works line by line, so the others are left as they are.  A line that ``pattern``
+        # alone finds is looked at for nothing: no step rewrites it
+        scan = cleaned_or_rewritten(self.keep_joiners, self.block_rewrites)
+        found = pc.match_substring_regex(lines, scan if pattern is None else f"{scan}|{pattern}").fill_null(False)
+        mask = found.to_numpy(zero_copy_only=False) if pattern is not None else None
         if not pc.any(found).as_py():
-            return lines
+            return lines, mask
         subset = clean_lines(lines.filter(found), self.keep_joiners, counts)
         if block is not None:  # of these, the lines it rewrites (most need NFC only: Bangla's য়)
             rewritten = pc.match_substring_regex(subset, self.block_rewrites).fill_null(False)
             if pc.any(rewritten).as_py():
                 normalized = _normalize_as_block(subset.filter(rewritten), block)
                 subset = pc.replace_with_mask(subset, rewritten, normalized)
-        return pc.replace_with_mask(lines, found, subset)
+        return pc.replace_with_mask(lines, found, subset), mask
 
     def normalize_text(self, text: str, counts: Counter | None = None) -> pyarrow.Array:
         """Split a block of text into lines (LF, CRLF or CR endings) and normalize them."""
