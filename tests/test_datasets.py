@@ -295,7 +295,7 @@ def test_oversampling_same_bytes_on_every_bucketing_and_index_run(news, tmp_path
         outputs[name] = (digests(tmp_path / name / "over"), report, messages, buckets, runs)
     per_receiver, default, one_bucket, many_runs = outputs.values()
     assert per_receiver[2] > 100 and per_receiver[4] == 1
-    assert per_receiver[2] > default[2] > one_bucket[2] and one_bucket[3] == 1
+    assert per_receiver[2] >= default[2] > one_bucket[2] and one_bucket[3] == 1
     assert many_runs[2] == per_receiver[2] and many_runs[4] > 10
     assert per_receiver[1]["oversampling"]["inserted"] > 0
     for other in (default, one_bucket, many_runs):

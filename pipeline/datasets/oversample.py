@@ -63,17 +63,21 @@ log = logging.getLogger(__name__)
 #: (they grow as the square of a language's shards)
 RUN_MESSAGES = 100_000
 
-#: receiving shards per bucket (None: :func:`bucket_width`'s square root of the shards)
+#: receiving shards per bucket (None: :func:`bucket_width`'s choice)
 BUCKET_SHARDS: int | None = None
 
 
-def bucket_width(n_shards: int) -> int:
+def bucket_width(n_shards: int, copies: int, shard_rows: int) -> int:
     """Receiving shards per bucket: the square root of the shards, so that the messages (senders x
     buckets) and a bucket's gather (one message per sender) both grow as the shards' 1.5th power,
-    not the square."""
+    not the square; but no more shards than receive about ``shard_rows`` of the ``copies`` between
+    them, so that a bucket's gather holds no more than a shard's rows (with 32 shards a bucket at
+    100 M words, a gather held 60,000 copies and its worker grew to 240 MB)."""
     if BUCKET_SHARDS is not None:
         return BUCKET_SHARDS
-    return max(1, math.isqrt(max(n_shards - 1, 0)) + 1)
+    by_shards = math.isqrt(max(n_shards - 1, 0)) + 1
+    by_rows = shard_rows * n_shards // max(copies, 1)
+    return max(1, min(by_shards, by_rows))
 
 
 #: a copy on its way to its target shard: the sentence's own columns, where it goes, and its order
@@ -656,7 +660,7 @@ class _TrainWords:
         return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
 
 
-def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch):
+def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch, shard_rows: int):
     """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards, made
     from the question sentences the counts pass kept in ``scratch``.
     Returns the copies folder (None: no copies), the receiving shards per bucket and the copies each
@@ -683,7 +687,7 @@ def _question_copies(runner, shards, tallies: list[dict], target: float, seed: i
     _save_before(plan, "questions_before.bin", np.array([t["question_rows"] for t in tallies], np.int64))
     docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
     copies_folder = location.join(scratch, "copies")
-    width = bucket_width(len(shards))
+    width = bucket_width(len(shards), k, shard_rows)
     questions = location.join(scratch, "questions")
     step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, questions, width)
     index = _SenderIndex(copies_folder, len(shards))
@@ -767,7 +771,7 @@ def oversample_dataset(
             step = _Tally(label_set, questions)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
             copies_folder, width, incoming = _question_copies(
-                runner, shards, tallies, params.question_share, seed, scratch
+                runner, shards, tallies, params.question_share, seed, scratch, engine.shard_rows
             )
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
