@@ -541,7 +541,7 @@ class TrainWordCounts:
         self.folder, self.lowercase = str(folder), lowercase
 
     def __call__(self, shard):
-        from pipeline.engine import location, writing
+        from pipeline.engine import location
         from pipeline.engine.dataset import read_rows
         from pipeline.engine.step import StepResult
 
@@ -565,11 +565,20 @@ class TrainWordCounts:
         words, n = encoded.dictionary, summed.astype(np.int64)
         hashes = np.zeros(len(words), np.uint64)
         hashes[indices] = word_hashes  # a word's hash, from any of its spellings
-        order = np.argsort(hashes, kind="stable")
-        out = pa.table({"hash": pa.array(hashes[order]), "word": words.take(order), "n": pa.array(n[order])})
         location.make_folder(self.folder)
-        writing.write_arrow_in_place(out, location.join(self.folder, f"{shard.index:05d}.arrow"))
-        return StepResult(None, payload=out.num_rows)
+        written = write_word_counts(location.join(self.folder, f"{shard.index:05d}.arrow"), hashes, words, n)
+        return StepResult(None, payload=written)
+
+
+def write_word_counts(path, hashes: np.ndarray, words: pa.Array, n: np.ndarray) -> int:
+    """A count file (word hash, word, occurrences) sorted by the hashes, so that a hash range of it
+    is one slice (:class:`SumWordRange`); returns its number of words."""
+    from pipeline.engine import writing
+
+    order = np.argsort(hashes, kind="stable")
+    out = pa.table({"hash": pa.array(hashes[order]), "word": words.take(order), "n": pa.array(n[order])})
+    writing.write_arrow_in_place(out, path)
+    return out.num_rows
 
 
 class NormalizedWords:
@@ -642,18 +651,16 @@ class SumWordFiles:
         self.folder = str(folder)
 
     def __call__(self, group: list[int]) -> int:
-        from pipeline.engine import location, reading, writing
+        from pipeline.engine import location, reading
 
         tables = [
             reading.open_arrow_file(location.join(self.folder, f"{index:05d}.arrow")).read_all() for index in group
         ]
-        # a word has one hash (of its normalized spelling): summed by the pair, sorted by the hash
+        # a word has one hash (of its normalized spelling): summed by the pair
         summed = pa.concat_tables(tables).group_by(["hash", "word"]).aggregate([("n", "sum")])
-        order = np.argsort(summed["hash"].to_numpy(), kind="stable")
-        out = pa.table({"hash": summed["hash"], "word": summed["word"], "n": summed["n_sum"]}).take(order)
-        writing.write_arrow_in_place(out, location.join(self.folder, f"sum-{group[0]:05d}.arrow"))
-        del tables, summed
-        return out.num_rows
+        del tables
+        path = location.join(self.folder, f"sum-{group[0]:05d}.arrow")
+        return write_word_counts(path, summed["hash"].to_numpy(), summed["word"], summed["n_sum"].to_numpy())
 
 
 def combined_groups(shards: list[int], words: list[int], limit: int) -> list[list[int]]:
