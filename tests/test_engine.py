@@ -548,3 +548,29 @@ def test_a_clusters_start_is_timed_apart_inside_its_pass(tmp_path, monkeypatch):
     records = [json.loads(line) for line in (tmp_path / "timings.jsonl").read_text().splitlines()]
     assert [(r["label"], r["items"]) for r in records] == [(ex.ENGINE_START, 1), ("a pass", 2), ("another", 2)]
     assert 0 < records[0]["seconds"] <= records[1]["seconds"]
+
+
+def test_a_dask_pass_imports_its_functions_module_on_every_worker_first(tmp_path, monkeypatch):
+    """A pass's function's module is imported on each worker before its tasks run, timed with the
+    workers' start (every worker pays it once, at the same time: not work that more workers share);
+    a later pass over a function of another module adds a record of that import alone."""
+    import json
+    import sys
+
+    from pipeline.engine import executor as ex
+
+    monkeypatch.setenv("PUNCT_TIMINGS", str(tmp_path / "timings.jsonl"))
+    with ex.executor("dask", 2) as runner:
+        runner.map(pid_of, range(3), label="a pass")
+        loaded = runner.client.run(lambda: "pipeline.engine.hashsets" in sys.modules)
+        assert not any(loaded.values())  # imported by none of the tasks so far
+        from pipeline.engine.hashsets import hash_values
+
+        runner.map(hash_values, [["a"], ["b"]], label="another")
+        loaded = runner.client.run(lambda: "pipeline.engine.hashsets" in sys.modules)
+        runner.map(pid_of, range(3), label="again")
+    assert len(loaded) == 2 and all(loaded.values())
+    records = [json.loads(line) for line in (tmp_path / "timings.jsonl").read_text().splitlines()]
+    assert [(r["label"], r["items"]) for r in records] == [
+        (ex.ENGINE_START, 2), ("a pass", 3), (ex.ENGINE_START, 0), ("another", 2), ("again", 3)
+    ]

@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 TIMINGS: list[dict] = []
 
 
-#: the label of the timing of a cluster's workers started (or added) inside a pass
+#: the label of the timing of a cluster's workers started (or added) inside a pass, with the modules
+#: of the pass's function imported on each
 ENGINE_START = "engine: workers started"
 
 
@@ -233,6 +234,22 @@ class _Refused:
         self.error = error
 
 
+def _modules_of(fn) -> set[str]:
+    """The modules of ``fn`` and of the callables it holds (a wrapper's step, a step's reader): what
+    a worker imports to run it."""
+    held = [v for v in getattr(fn, "__dict__", {}).values() if callable(v)]
+    names = {getattr(f, "__module__", None) for f in [fn, getattr(fn, "func", None), *held]}
+    return {name for name in names if isinstance(name, str) and name not in ("__main__", "builtins")}
+
+
+def _import_modules(names: list[str]) -> None:
+    """On a worker: import ``names`` (the modules of the functions its tasks will run)."""
+    import importlib
+
+    for name in names:
+        importlib.import_module(name)
+
+
 class _Task:
     """Picklable: ``fn`` on a Dask worker, a UsageError returned (not raised)."""
 
@@ -284,6 +301,7 @@ class DaskExecutor(Executor):
         self.client = None
         self.workers = workers
         self.started = 0
+        self.imported: set[str] = set()  # modules of the passes' functions, imported on every worker
         self.address = scheduler or os.environ.get("PUNCT_DASK_SCHEDULER")
         if self.address:
             from distributed import Client
@@ -292,11 +310,27 @@ class DaskExecutor(Executor):
                 self.client = Client(self.address)
             self.workers = len(self.client.scheduler_info().get("workers", {})) or workers
 
-    def _ensure(self, items: int) -> None:
+    def _ensure(self, items: int, fn) -> None:
+        """Workers for a pass of ``items`` over ``fn``, with ``fn``'s module imported on each of
+        them.  Both are timed as one record: every worker pays them once, all at the same time, so
+        they are not work that more workers share (a model of more workers counts them as serial);
+        left to the pass's first task, a worker's imports were timed as shard work."""
         wanted = max(1, min(self.workers, items))
-        if self.client is not None and (self.address or self.started >= wanted):
-            return
         began = time.perf_counter()
+        added = 0
+        if self.client is None or (not self.address and self.started < wanted):
+            self._start(wanted)
+            added, self.started = wanted - self.started, wanted
+        modules = _modules_of(fn) - self.imported
+        if added:  # new workers import what the earlier passes' workers had
+            modules |= self.imported
+        if modules:
+            self.client.run(_import_modules, sorted(modules))
+            self.imported |= modules
+        if added or modules:
+            record_timing(ENGINE_START, time.perf_counter() - began, added, engine=self.engine)
+
+    def _start(self, wanted: int) -> None:
         with _quiet_dask() as level:
             if self.cluster is None:
                 from distributed import Client, LocalCluster
@@ -314,16 +348,13 @@ class DaskExecutor(Executor):
                 self.client = Client(self.cluster)
             else:
                 self.cluster.scale(wanted)
-        # inside the pass that needed the workers: recorded apart, so that what a pass's shards
-        # cost can be told from starting processes (a benchmark's model of more workers needs it)
-        record_timing(ENGINE_START, time.perf_counter() - began, wanted - self.started, engine=self.engine)
-        self.started = wanted
+                self.client.wait_for_workers(wanted)  # so that the new ones import the modules too
 
     def imap(self, fn, items):
         items = list(items)
         if not items:
             return
-        self._ensure(len(items))
+        self._ensure(len(items), fn)
         futures = self.client.map(_Task(fn), items, pure=False, retries=2)
         try:
             for future in futures:
