@@ -66,17 +66,23 @@ RUN_MESSAGES = 100_000
 #: receiving shards per bucket (None: :func:`bucket_width`'s choice)
 BUCKET_SHARDS: int | None = None
 
+#: a bucket's gather holds about this many shards' rows of copies: at 100 M words in 5,000-row
+#: shards, one shard's rows made buckets of 2 shards and 119,000 messages, whose fixed costs took a
+#: quarter of the stage's CPU; four shards' make 30,000, for about 20 MB more in a worker, the same
+#: at every corpus size
+GATHER_SHARDS = 4
+
 
 def bucket_width(n_shards: int, copies: int, shard_rows: int) -> int:
     """Receiving shards per bucket: the square root of the shards, so that the messages (senders x
     buckets) and a bucket's gather (one message per sender) both grow as the shards' 1.5th power,
-    not the square; but no more shards than receive about ``shard_rows`` of the ``copies`` between
-    them, so that a bucket's gather holds no more than a shard's rows (with 32 shards a bucket at
-    100 M words, a gather held 60,000 copies and its worker grew to 240 MB)."""
+    not the square; but no more shards than receive about :data:`GATHER_SHARDS` shards' rows of
+    the ``copies`` between them, so that a gather's memory does not grow with the corpus (with 32
+    shards a bucket at 100 M words, a gather held 60,000 copies and its worker grew to 240 MB)."""
     if BUCKET_SHARDS is not None:
         return BUCKET_SHARDS
     by_shards = math.isqrt(max(n_shards - 1, 0)) + 1
-    by_rows = shard_rows * n_shards // max(copies, 1)
+    by_rows = GATHER_SHARDS * shard_rows * n_shards // max(copies, 1)
     return max(1, min(by_shards, by_rows))
 
 
