@@ -31,7 +31,9 @@ workers too; the rest of a stage (start-up, the driver's checks, folds and repor
 and grows on the line through the two largest sizes.  ``--dask-check WORDS`` checks the model:
 the recipe at WORDS on a Dask ``LocalCluster`` of 1 and then 2 workers, and the 2-worker seconds
 the model predicts from the 1-worker run (its serial part, plus its passes halved) beside the
-measured ones.
+measured ones; and the same with the passes slowed by how much the copy floor slows down with 2
+workers on this machine (its workers share the memory bandwidth: two memory-bound processes run
+each slower than one alone).  The projection's per-worker speed is the 2-worker runs' here.
 
     python benchmarks/bench_scale.py                       # 1 M and 10 M words, 2 workers
     python benchmarks/bench_scale.py --words 1e7,1e8 --dask-check 1e7 --json scale.json
@@ -213,6 +215,10 @@ class _CopyShard:
         return StepResult(table if self.write else None)
 
 
+#: the label of the floor's timed pass over the shards (then "read" or "copy")
+FLOOR_PASS = "floor: "
+
+
 def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool) -> None:
     """Read (and write, into ``out``) every shard of ``dataset`` on the local engine: the I/O that a
     stage reading and rewriting the dataset cannot avoid, the same-run baseline of its speed."""
@@ -221,7 +227,9 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool)
 
     Path(out).mkdir(parents=True, exist_ok=True)
     with executor("local", workers) as runner:
-        run_step(runner, _CopyShard(write), row_shards(dataset, shard_rows, runner), out if write else None)
+        shards = row_shards(dataset, shard_rows, runner)
+        label = FLOOR_PASS + ("copy" if write else "read")
+        run_step(runner, _CopyShard(write), shards, out if write else None, label=label)
 
 
 def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
@@ -292,12 +300,21 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
             )
         # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
         floor = {}
+        timings = folder / TIMINGS_FILE
         for kind in ("read", "copy") if with_floor else ():
             cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
                    "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
+            timed = timings.stat().st_size
             seconds, peak, _ = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
             shutil.rmtree(folder / f"floor-{kind}", ignore_errors=True)
-            floor[kind] = {"seconds": seconds, "words_per_s_per_worker": corpus_words / seconds / args.workers}
+            with open(timings, "rb") as f:
+                f.seek(timed)
+                floor_pass = passes(f.read().decode("utf-8")).get(FLOOR_PASS + kind, 0.0)
+            floor[kind] = {
+                "seconds": seconds,
+                "pass_seconds": floor_pass,  # the pass over the shards alone, without the process's start
+                "words_per_s_per_worker": corpus_words / seconds / args.workers,
+            }
             print(
                 f"[{words:,} words] floor {kind:5s}  {seconds:8.1f} s"
                 f" {corpus_words / seconds / args.workers / 1e6:7.2f} M words/s per worker (Parquet I/O only)",
@@ -502,78 +519,86 @@ def extrapolate(results: list[dict]) -> tuple[list[str], dict]:
     return lines, table
 
 
-def predict_workers(one: dict, workers: int, cores: int | None = None) -> dict[str, float]:
+def predict_workers(one: dict, workers: int, sharing: float = 1.0) -> dict[str, float]:
     """Each stage's seconds on ``workers`` workers as the model predicts them from a 1-worker run of
-    the same corpus: its serial part, plus its passes over shards divided among the workers.  With
-    ``cores`` (the workers share one machine of that many cores with the driver and, on Dask, the
-    scheduler), never less than the 1-worker run's CPU seconds spread over those cores: the driver's
-    and scheduler's work during the passes, done on a free core beside one worker, then takes the
-    workers' cores.  A cluster's start is serial (:func:`serial_seconds`)."""
-    predicted = {}
-    for stage, r in one["stages"].items():
-        model = serial_seconds(r) + (r["seconds"] - serial_seconds(r)) / workers
-        if cores is not None and r.get("cpu_seconds") is not None:
-            model = max(model, r["cpu_seconds"] / cores)
-        predicted[stage] = model
-    return predicted
+    the same corpus: its serial part, plus its passes over shards divided among the workers, each
+    worker slower by ``sharing`` (workers on one machine share its memory bandwidth: see
+    :func:`sharing_factor`).  A cluster's start is serial (:func:`serial_seconds`)."""
+    return {
+        stage: serial_seconds(r) + (r["seconds"] - serial_seconds(r)) / workers * sharing
+        for stage, r in one["stages"].items()
+    }
+
+
+def sharing_factor(one: dict, two: dict) -> float:
+    """How much slower each of 2 workers on this machine is than 1 alone, from the Parquet copy
+    floor's pass (I/O and nothing else, the same shards) in the two runs: 2 x its seconds with 2
+    workers over its seconds with 1 (1.0: no slowdown)."""
+    return 2 * two["io_floor"]["copy"]["pass_seconds"] / one["io_floor"]["copy"]["pass_seconds"]
 
 
 def dask_check(words: int, args, tmp_root: Path) -> tuple[list[str], dict]:
     """The recipe at ``words`` on a Dask LocalCluster of 1, then 2 workers; the model's prediction
-    of the 2-worker seconds from the 1-worker run beside the measured ones."""
+    of the 2-worker seconds from the 1-worker run beside the measured ones, plain and with the
+    workers' slowdown on this machine as the copy floor measures it (:func:`sharing_factor`)."""
     runs = {}
     for workers in (1, 2):
         run_args = argparse.Namespace(**{**vars(args), "engine": "dask", "workers": workers})
         print(f"[dask check] {words:,} words on a LocalCluster of {workers} worker(s)", flush=True)
-        runs[workers] = run_size(words, run_args, tmp_root, with_floor=False)
-    cores = os.cpu_count() or 1
+        runs[workers] = run_size(words, run_args, tmp_root)
+    sharing = sharing_factor(runs[1], runs[2])
     predicted = predict_workers(runs[1], 2)
-    bounded = predict_workers(runs[1], 2, cores)
+    shared = predict_workers(runs[1], 2, sharing)
     lines = [
         f"dask check at {words:,} words: the 2-worker seconds predicted from the 1-worker run"
-        " (its serial part + its passes / 2) against the measured; 'on cores': the same, never below"
-        f" the 1-worker run's CPU seconds over this machine's {cores} cores (shared by the workers,"
-        " the driver and the scheduler)",
-        f"  {'stage':10s} {'1 worker':>10s} {'predicted 2':>12s} {'on cores':>9s} {'measured 2':>11s}"
-        f" {'error':>8s} {'on cores':>9s}",
+        " (its serial part + its passes / 2) against the measured; 'shared': the passes also slower by"
+        f" {sharing:.2f}, the copy floor's slowdown with 2 workers on this machine (2 x its pass with 2"
+        " workers over its pass with 1: the workers share the machine's memory bandwidth)",
+        f"  {'stage':10s} {'1 worker':>10s} {'predicted 2':>12s} {'shared':>9s} {'measured 2':>11s}"
+        f" {'error':>8s} {'shared':>9s}",
     ]
-    table: dict = {"words": runs[1]["words"], "cores": cores, "stages": {}}
+    table: dict = {"words": runs[1]["words"], "sharing": sharing, "stages": {}}
     for stage in STAGES:
         one, got = runs[1]["stages"][stage]["seconds"], runs[2]["stages"][stage]["seconds"]
-        want, limited = predicted[stage], bounded[stage]
+        want, slowed = predicted[stage], shared[stage]
         table["stages"][stage] = {
             "one_worker": one,
             "one_worker_cpu": runs[1]["stages"][stage]["cpu_seconds"],
             "predicted": want,
-            "predicted_on_cores": limited,
+            "predicted_shared": slowed,
             "measured": got,
         }
         lines.append(
-            f"  {stage:10s} {one:10.1f} {want:12.1f} {limited:9.1f} {got:11.1f}"
-            f" {100 * (want - got) / got:+7.1f}% {100 * (limited - got) / got:+8.1f}%"
+            f"  {stage:10s} {one:10.1f} {want:12.1f} {slowed:9.1f} {got:11.1f}"
+            f" {100 * (want - got) / got:+7.1f}% {100 * (slowed - got) / got:+8.1f}%"
         )
-    one, want, limited, got = (
-        sum(r[key] for r in table["stages"].values())
-        for key in ("one_worker", "predicted", "predicted_on_cores", "measured")
-    )
+    keys = ("one_worker", "predicted", "predicted_shared", "measured")
+    one, want, slowed, got = (sum(r[key] for r in table["stages"].values()) for key in keys)
     table.update(
         one_worker=one,
         predicted=want,
-        predicted_on_cores=limited,
+        predicted_shared=slowed,
         measured=got,
         error=(want - got) / got,
-        error_on_cores=(limited - got) / got,
+        error_shared=(slowed - got) / got,
     )
     lines.append(
-        f"  {'all':10s} {one:10.1f} {want:12.1f} {limited:9.1f} {got:11.1f}"
-        f" {100 * (want - got) / got:+7.1f}% {100 * (limited - got) / got:+8.1f}%"
+        f"  {'all':10s} {one:10.1f} {want:12.1f} {slowed:9.1f} {got:11.1f}"
+        f" {100 * (want - got) / got:+7.1f}% {100 * (slowed - got) / got:+8.1f}%"
     )
     started = {w: sum(r["passes"].get(ENGINE_START, 0.0) for r in runs[w]["stages"].values()) for w in (1, 2)}
     cpu = {w: sum(r["cpu_seconds"] for r in runs[w]["stages"].values()) for w in (1, 2)}
-    table.update(cluster_start={str(w): s for w, s in started.items()}, cpu_seconds={str(w): c for w, c in cpu.items()})
+    floor = {w: runs[w]["io_floor"]["copy"]["pass_seconds"] for w in (1, 2)}
+    table.update(
+        cluster_start={str(w): s for w, s in started.items()},
+        cpu_seconds={str(w): c for w, c in cpu.items()},
+        floor_pass={str(w): f for w, f in floor.items()},
+    )
     lines.append(
-        f"  cluster start-up, all stages: {started[1]:.1f} s with 1 worker, {started[2]:.1f} s with 2 (serial in"
-        f" the model, as measured with 1); CPU seconds of every process: {cpu[1]:.1f} with 1, {cpu[2]:.1f} with 2"
+        f"  cluster start-up and the workers' imports, all stages: {started[1]:.1f} s with 1 worker,"
+        f" {started[2]:.1f} s with 2 (serial in the model, as measured with 1); copy floor's pass:"
+        f" {floor[1]:.1f} s with 1 worker, {floor[2]:.1f} s with 2; CPU seconds of every process:"
+        f" {cpu[1]:.1f} with 1, {cpu[2]:.1f} with 2"
     )
     return lines, table
 

@@ -102,10 +102,10 @@ def test_model_predicts_two_workers_from_one(root, monkeypatch):
         }
     }
     assert bench_scale.predict_workers(one, 2) == {"sequences": 4.0 + 3.0}
-    # on a machine of few cores the workers share with the driver: never below the CPU over them
-    one["stages"]["sequences"]["cpu_seconds"] = 18.0
-    assert bench_scale.predict_workers(one, 2, cores=2) == {"sequences": 9.0}
-    assert bench_scale.predict_workers(one, 2, cores=4) == {"sequences": 7.0}
+    # workers that slow each other down on one machine: their passes slower by the factor
+    assert bench_scale.predict_workers(one, 2, sharing=1.5) == {"sequences": 4.0 + 4.5}
+    floor = {"io_floor": {"copy": {"pass_seconds": 4.0}}}
+    assert bench_scale.sharing_factor(floor, {"io_floor": {"copy": {"pass_seconds": 2.5}}}) == 1.25
 
 
 def test_a_cluster_start_inside_a_pass_is_serial(root, monkeypatch):
