@@ -120,3 +120,20 @@ def test_a_cluster_start_inside_a_pass_is_serial(root, monkeypatch):
     stage = {"seconds": 10.0, "passes": {"split: strata": 5.0, ENGINE_START: 2.0, "split": 3.0}}
     assert bench_scale.serial_seconds(stage) == pytest.approx(2.0 + 2.0)
     assert bench_scale.predict_workers({"stages": {"split": stage}}, 2) == {"split": pytest.approx(4.0 + 3.0)}
+
+
+def test_the_dask_check_keeps_each_stages_fastest_run(root, monkeypatch):
+    """Runs of the check combined stage by stage (the one least disturbed by other work), each
+    stage's seconds with its own passes, and the copy floor's fastest pass."""
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import bench_scale
+
+    def run(seconds: list[float], floor: float) -> dict:
+        stages = {s: {"seconds": t, "passes": {s: t / 2}} for s, t in zip(bench_scale.STAGES, seconds)}
+        return {"words": 10, "stages": stages, "io_floor": {"copy": {"seconds": floor + 1, "pass_seconds": floor}}}
+
+    first, second = run([5, 4, 3, 2, 1], 2.0), run([1, 2, 3, 4, 5], 3.0)
+    combined = bench_scale.fastest([first, second])
+    assert [combined["stages"][s]["seconds"] for s in bench_scale.STAGES] == [1, 2, 3, 2, 1]
+    assert combined["stages"]["ingest"]["passes"] == {"ingest": 0.5}
+    assert combined["io_floor"]["copy"]["pass_seconds"] == 2.0
