@@ -572,5 +572,9 @@ def test_a_dask_pass_imports_its_functions_module_on_every_worker_first(tmp_path
     assert len(loaded) == 2 and all(loaded.values())
     records = [json.loads(line) for line in (tmp_path / "timings.jsonl").read_text().splitlines()]
     assert [(r["label"], r["items"]) for r in records] == [
-        (ex.ENGINE_START, 2), ("a pass", 3), (ex.ENGINE_START, 0), ("another", 2), ("again", 3)
+        (ex.ENGINE_START, 2),
+        ("a pass", 3),
+        (ex.ENGINE_START, 0),
+        ("another", 2),
+        ("again", 3),
     ]
