@@ -233,6 +233,13 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool)
         run_step(runner, _CopyShard(write), shards, out if write else None, label=label)
 
 
+def appended(path: Path, offset: int) -> str:
+    """What the processes measured since ``offset`` (the file's size then) wrote to ``path``."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read().decode("utf-8")
+
+
 def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"scale-{words}-", dir=tmp_root))
     try:
@@ -265,16 +272,14 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
         }  # fmt: skip
         stages: dict[str, dict] = {}
         corpus_words = 0
+        timings = folder / TIMINGS_FILE  # the stages' and the floor's timed passes (see measure)
         for stage in STAGES:
             seconds, peak, cpu = 0.0, 0.0, 0.0
-            timings = folder / TIMINGS_FILE
             timed = timings.stat().st_size if timings.exists() else 0
             for cmd in steps[stage]:  # ingest: one process per corpus, as in dvc.yaml
                 s, p, c = measure(cmd, folder, log)
                 seconds, peak, cpu = seconds + s, max(peak, p), cpu + c
-            with open(timings, "rb") as f:
-                f.seek(timed)
-                timings_text = f.read().decode("utf-8")
+            timings_text = appended(timings, timed)
             stage_passes = passes(timings_text)
             if stage == "ingest":
                 corpus_words = sum(
@@ -301,16 +306,13 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
             )
         # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
         floor = {}
-        timings = folder / TIMINGS_FILE
         for kind in ("read", "copy") if with_floor else ():
             cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
                    "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
             timed = timings.stat().st_size
             seconds, peak, _ = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
             shutil.rmtree(folder / f"floor-{kind}", ignore_errors=True)
-            with open(timings, "rb") as f:
-                f.seek(timed)
-                floor_pass = passes(f.read().decode("utf-8")).get(FLOOR_PASS + kind, 0.0)
+            floor_pass = passes(appended(timings, timed)).get(FLOOR_PASS + kind, 0.0)
             floor[kind] = {
                 "seconds": seconds,
                 "pass_seconds": floor_pass,  # the pass over the shards alone, without the process's start
