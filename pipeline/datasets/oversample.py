@@ -66,10 +66,10 @@ RUN_MESSAGES = 100_000
 #: receiving shards per bucket (None: :func:`bucket_width`'s choice)
 BUCKET_SHARDS: int | None = None
 
-#: a bucket's gather holds about this many shards' rows of copies: at 100 M words in 5,000-row
-#: shards, one shard's rows made buckets of 2 shards and 119,000 messages, whose fixed costs took a
-#: quarter of the stage's CPU; four shards' make 30,000, for about 20 MB more in a worker, the same
-#: at every corpus size
+#: a bucket's gather holds about this many shards' rows of copies: one shard's rows made buckets so
+#: narrow that the messages' fixed costs (a serialized batch, a read and a decode each) took about a
+#: quarter of the stage's CPU; four shards' cost a worker a few tens of MB more, the same at every
+#: corpus size (the scale benchmark measures both)
 GATHER_SHARDS = 4
 
 
