@@ -316,7 +316,8 @@ class SequencesParams(Section):
     )
     train_occurrences: int = _field(
         10_000_000,
-        "and from at most about this many of their occurrences: counts scaled down in proportion (at least 1) above it",
+        "and from at most about this many of their occurrences: above it, counted in a seeded sample of the rows"
+        " (blocks of 1,024) that holds about this many, then scaled down in proportion (at least 1) if still above",
         ge=1,
     )
     max_len: int = _field(256, "tokens per sequence, specials included", ge=8, le=MAX_LEN)

@@ -142,3 +142,71 @@ def test_combined_groups_hold_consecutive_shards_within_the_limit():
     assert [s for g in groups for s in g] == list(range(6))
     assert combined_groups([], [], 10) == []
     assert combined_groups([0, 1], [0, 0], 10) == [[0, 1]]  # shards without train words
+
+
+def test_a_row_sample_is_the_same_whatever_the_rows_asked_at_once():
+    from pipeline.datasets.sequences import RowSample
+
+    sample = RowSample(2**62, block_rows=3)  # a quarter of the blocks
+    every = sample.rows(0, 3000)
+    assert 0.15 < every.mean() < 0.35
+    blocks = every.reshape(-1, 3)
+    assert (blocks.all(axis=1) | ~blocks.any(axis=1)).all()  # a block is in or out as a whole
+    for start, n in ((0, 1), (1, 5), (2, 4), (299, 700), (2999, 1)):
+        assert (sample.rows(start, n) == every[start : start + n]).all()
+    assert RowSample(2**62, block_rows=3).rows(0, 3000).tolist() == every.tolist()  # seeded
+
+
+def test_a_row_sample_only_above_the_budget_and_over_enough_blocks():
+    from pipeline.datasets.sequences import SAMPLE_MIN_BLOCKS, RowSample
+
+    rows = 1000 * SAMPLE_MIN_BLOCKS
+    assert RowSample.of(100, 100, rows, block_rows=10) is None  # the budget holds every word
+    assert RowSample.of(100, 1000, SAMPLE_MIN_BLOCKS * 10, block_rows=10) is None  # too few blocks to sample
+    sample = RowSample.of(100, 1000, rows, block_rows=10)
+    assert sample.share == pytest.approx(0.1)
+    small = RowSample.of(1, 10**9, rows, block_rows=10)  # a tiny budget still samples many blocks
+    assert small.share == pytest.approx(SAMPLE_MIN_BLOCKS / (rows / 10))
+
+
+@pytest.mark.parametrize("engine,workers", [("inline", 1), ("local", 2)])
+def test_sampled_counts_are_the_sampled_rows_counts_whatever_the_shards(dataset, tmp_path, engine, workers):
+    """Counted from a sample of blocks of 2 rows: exactly the train words of the rows in kept blocks
+    (numbered through the 3 part files), whatever the shards; a shard the sample misses is not
+    read."""
+    import unicodedata
+
+    from pipeline.datasets.sequences import RowSample
+
+    sample = RowSample(2**63, block_rows=2)  # half of the 20 blocks
+    table = corpus_table()
+    kept = sample.rows(0, table.num_rows)
+    assert 0 < kept.sum() < table.num_rows
+    expected: dict[str, int] = {}
+    for row, split, keep in zip(table["words"].to_pylist(), table["split"].to_pylist(), kept):
+        for w in row if keep and split == "train" else ():
+            w = unicodedata.normalize("NFC", w)
+            expected[w] = expected.get(w, 0) + 1
+    for n, shard_rows in enumerate((1000, 7, 3, 1)):
+        with executor(engine, workers) as runner:
+            shards = row_shards(dataset, shard_rows, runner)
+            counts, distinct = count_train_words(runner, shards, tmp_path / f"s{n}", False, 100, sample)
+        assert counts == expected and distinct == len(expected)
+        files = list((tmp_path / f"s{n}").glob("0*.arrow"))
+        missed = sum(not sample.rows(s.first_row, s.stop - s.start).any() for s in shards)
+        assert len(files) == len(shards) - missed
+    assert missed > 0  # one row a shard: the shards of dropped blocks were skipped
+
+
+def test_shards_number_their_rows_through_every_input(tmp_path):
+    from pipeline.engine.dataset import scan_datasets
+
+    first = write_dataset(corpus_table(), tmp_path / "a.parquet", parts=3)
+    second = write_dataset(corpus_table().slice(0, 12), tmp_path / "b.parquet", parts=2)
+    second_words = corpus_table().slice(0, 12)["words"].to_pylist()
+    for shard_rows in (1, 5, 1000):
+        scan = scan_datasets([first, second], shard_rows)
+        numbered = [s.first_row + k for s in scan.shards for k in range(s.stop - s.start)]
+        assert numbered == list(range(52))
+        words = sum(len(row) for row in [*corpus_table()["words"].to_pylist(), *second_words])
+        assert scan.word_slots == words  # every row holds words: a slot a word

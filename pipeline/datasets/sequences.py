@@ -26,7 +26,9 @@ learns from word counts made on the workers (each shard's train words, normalize
 exactly per run of shards, then per range of word hashes, also on the workers
 (:func:`count_train_words`); the driver
 keeps the ``train_words`` most frequent (ties: by the word), and the trainer reads about
-``train_occurrences`` occurrences at most (:func:`scaled_counts`).  The report's audit is made
+``train_occurrences`` occurrences at most (:func:`scaled_counts`).  Above that many words, the
+counts come from a seeded sample of blocks of rows that holds about as many (:class:`RowSample`),
+so the workers' counting stops growing with the corpus too.  The report's audit is made
 from the same read of each shard as the packing.
 """
 
@@ -531,22 +533,76 @@ def normalized_counts(counts: dict[str, int], lowercase: bool) -> dict[str, int]
     return out
 
 
+#: rows per block of the tokenizer's word sample (:class:`RowSample`)
+SAMPLE_BLOCK_ROWS = 1024
+#: blocks a sample holds at the least, in expectation: a small ``train_occurrences`` still samples
+#: the corpus through several hundred places, not a handful
+SAMPLE_MIN_BLOCKS = 256
+#: the sample's seed (a constant: the same corpus gives the same tokenizer on every run)
+SAMPLE_SEED = 0x70756E6374
+
+
+class RowSample(NamedTuple):
+    """A seeded sample of the stage's input rows for the tokenizer's word counts: blocks of
+    ``block_rows`` consecutive rows, numbered through the inputs read in order (so the sample is
+    the same whatever the shards, the engine and the workers), each kept when its hash is below
+    ``threshold`` (out of 2**64)."""
+
+    threshold: int
+    block_rows: int = SAMPLE_BLOCK_ROWS
+
+    @classmethod
+    def of(cls, occurrences: int, slots: int, rows: int, block_rows: int = SAMPLE_BLOCK_ROWS) -> RowSample | None:
+        """The sample that holds about ``occurrences`` of the ``slots`` words (a footer's count:
+        words, plus at most one per row) of ``rows`` rows, and at least about
+        :data:`SAMPLE_MIN_BLOCKS` blocks; None (every row) when that is all of them."""
+        blocks = -(-rows // block_rows)
+        if slots <= occurrences or blocks <= SAMPLE_MIN_BLOCKS:
+            return None
+        threshold = max(occurrences * 2**64 // slots, SAMPLE_MIN_BLOCKS * 2**64 // blocks)
+        return cls(threshold, block_rows) if threshold < 2**64 else None
+
+    @property
+    def share(self) -> float:
+        return self.threshold / 2**64
+
+    def rows(self, first_row: int, n: int) -> np.ndarray:
+        """Which of the ``n`` rows from row number ``first_row`` on are in the sample."""
+        from pipeline.engine.hashsets import mixed64
+
+        if n <= 0:
+            return np.zeros(0, bool)
+        first = first_row // self.block_rows
+        blocks = np.arange(first, (first_row + n - 1) // self.block_rows + 1, dtype=np.uint64)
+        kept = mixed64(blocks, SAMPLE_SEED) < np.uint64(self.threshold)
+        return kept[(np.arange(first_row, first_row + n) // self.block_rows) - first]
+
+
 class TrainWordCounts:
     """Picklable map step: a segment shard -> its train split's distinct words, normalized as the
     trained tokenizer normalizes them (:func:`normalized_counts`), with how often each occurs,
     written to ``folder`` as one Arrow file sorted by the words' hashes (so that a hash range of
-    every shard is one slice: :class:`SumWordRange`); returns the number of distinct words."""
+    every shard is one slice: :class:`SumWordRange`); returns the number of distinct words.
+    ``sample``: only the rows of this :class:`RowSample` are counted, and a shard with none of
+    them is not read (no file; returns None)."""
 
-    def __init__(self, folder, lowercase: bool):
-        self.folder, self.lowercase = str(folder), lowercase
+    def __init__(self, folder, lowercase: bool, sample: RowSample | None = None):
+        self.folder, self.lowercase, self.sample = str(folder), lowercase, sample
 
     def __call__(self, shard):
         from pipeline.engine import location
         from pipeline.engine.dataset import read_rows
         from pipeline.engine.step import StepResult
 
+        sampled = None
+        if self.sample is not None:
+            sampled = self.sample.rows(shard.first_row, shard.stop - shard.start)
+            if not sampled.any():
+                return StepResult(None, payload=None)
         table = read_rows(shard, ["words", "split"], dictionary=True)
         train = pc.fill_null(pc.equal(table["split"], "train"), False).to_numpy(zero_copy_only=False)
+        if sampled is not None:
+            train = train & sampled
         # the train rows' words picked out of the codes (filtering the table copied its lists)
         codes, values = flat_dictionary(table["words"])
         if not train.all():
@@ -723,9 +779,12 @@ def top_words(counts: pa.Table, limit: int) -> pa.Table:
     return counts.take(order[:limit]).cast(WORD_COUNTS)
 
 
-def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tuple[dict[str, int], int]:
+def count_train_words(
+    runner, shards, folder, lowercase: bool, limit: int, sample: RowSample | None = None
+) -> tuple[dict[str, int], int]:
     """The train split's ``limit`` most frequent normalized words and their exact counts (see
-    :func:`top_words`), and how many distinct words there are in all.
+    :func:`top_words`), and how many distinct words there are in all; ``sample``: of the rows in
+    this sample only (:class:`RowSample`).
 
     Map: each shard writes its distinct words with their counts, sorted by hash.  Combine: runs of
     consecutive shards holding up to :data:`WORDS_PER_RANGE` words between them are summed into
@@ -737,11 +796,13 @@ def count_train_words(runner, shards, folder, lowercase: bool, limit: int) -> tu
     corpus."""
     from pipeline.engine.dataset import each_step
 
-    step = TrainWordCounts(folder, lowercase)
-    written = [r.payload for r in each_step(runner, step, shards, label="sequences: tokenizer words")]
-    groups = combined_groups([s.index for s in shards], written, WORDS_PER_RANGE)
-    files = [f"{s.index:05d}.arrow" for s in shards]
-    if len(groups) < len(shards):
+    step = TrainWordCounts(folder, lowercase, sample)
+    found = {r.index: r.payload for r in each_step(runner, step, shards, label="sequences: tokenizer words")}
+    counted = [s.index for s in shards if found[s.index] is not None]  # the shards the sample reached
+    written = [found[index] for index in counted]
+    groups = combined_groups(counted, written, WORDS_PER_RANGE)
+    files = [f"{index:05d}.arrow" for index in counted]
+    if len(groups) < len(counted):
         written = runner.map(SumWordFiles(folder), groups, label="sequences: tokenizer words combined")
         files = [f"sum-{group[0]:05d}.arrow" for group in groups]
     upper = sum(written)  # distinct words summed over files: at least the corpus's
@@ -875,21 +936,27 @@ def _packing_rows(shard):
     return table
 
 
-def train_on_counts(runner, shards, params, folder, name: str):
+def train_on_counts(runner, shards, params, folder, name: str, word_slots: int):
     """The BPE tokenizer of ``params`` trained on the train split's word counts (see
     :func:`count_train_words` and :func:`scaled_counts`): the driver's part is bounded by
-    ``train_words`` and ``train_occurrences``, whatever the corpus."""
+    ``train_words`` and ``train_occurrences``, whatever the corpus.  Where the inputs' footers
+    count more than ``train_occurrences`` ``word_slots``, the counts come from a seeded sample
+    of the rows that holds about that many (:class:`RowSample`), so the workers' part is bounded
+    too."""
     from pipeline.engine.executor import record_timing
 
-    counts, distinct = count_train_words(runner, shards, folder, params.lowercase, params.train_words)
+    rows = sum(shard.stop - shard.start for shard in shards)
+    sample = RowSample.of(params.train_occurrences, word_slots, rows)
+    counts, distinct = count_train_words(runner, shards, folder, params.lowercase, params.train_words, sample)
     occurrences = sum(counts.values())
     counts = scaled_counts(counts, params.train_occurrences)
     started = time.perf_counter()
     tokenizer = train_tokenizer(repeated_words(counts), params.vocab_size, params.lowercase, normalized=True)
     seconds = time.perf_counter() - started
     log.info(
-        "sequences %s: tokenizer trained on %d of %d distinct words (%d occurrences, %d read) in %.1f s",
-        name, len(counts), distinct, occurrences, sum(counts.values()), seconds,
+        "sequences %s: tokenizer trained on %d of %d distinct words (%d occurrences, %d read) from %s in %.1f s",
+        name, len(counts), distinct, occurrences, sum(counts.values()),
+        "every row" if sample is None else f"a sample of {sample.share:.1%} of the rows", seconds,
     )  # fmt: skip
     record_timing(f"sequences {name}: tokenizer training", seconds, sum(counts.values()))
     return tokenizer
@@ -925,7 +992,9 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             scan = scan_datasets(source, engine.shard_rows, runner, one_values=("corpus",))
             shards, label_set = scan.shards, scan.labels
             if params.tokenizer == "train":
-                tokenizer = train_on_counts(runner, shards, params, location.join(scratch, "words"), name)
+                tokenizer = train_on_counts(
+                    runner, shards, params, location.join(scratch, "words"), name, scan.word_slots
+                )
             else:
                 tokenizer = load_tokenizer(params.tokenizer)
             save_tokenizer(tokenizer, tokenizer_folder)

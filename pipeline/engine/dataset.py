@@ -32,13 +32,15 @@ from pipeline.schema import SEGMENT_SCHEMA, as_dictionaries, dictionary_columns
 @dataclass(frozen=True)
 class RowShard:
     """Rows [start, stop) of one Parquet file (a file, or one part of a dataset folder); ``source``:
-    which of the inputs of the stage it comes from."""
+    which of the inputs of the stage it comes from; ``first_row``: the number of its first row in
+    the stage's inputs read in order (all of their files), whatever the shards."""
 
     path: str
     index: int
     start: int
     stop: int
     source: int = 0
+    first_row: int = 0
 
 
 def row_shards(paths, rows_per_shard: int, runner: Executor | None = None, label: str = "shards") -> list[RowShard]:
@@ -50,11 +52,13 @@ def row_shards(paths, rows_per_shard: int, runner: Executor | None = None, label
 @dataclass(frozen=True)
 class DatasetScan:
     """What :func:`scan_datasets` found: the shards, the datasets' one label set (:func:`labels_of`),
-    and for each column asked whether every row holds one value (:func:`one_value`)."""
+    for each column asked whether every row holds one value (:func:`one_value`), and the word
+    slots the footers count (the words, plus at most one per row: an empty list is one slot)."""
 
     shards: list[RowShard]
     labels: Any
     one_value: dict[str, bool]
+    word_slots: int = 0
 
 
 def scan_datasets(
@@ -103,6 +107,7 @@ def scan_datasets(
     shards: list[RowShard] = []
     previous: tuple[int, str, str] | None = None  # (source, file, last document) of the last file with rows
     seen: dict[str, set | None] = {column: set() for column in one_values}
+    rows_before = slots = 0  # rows of the files before this one; word slots of all
     for (source, file), facts in zip(files, found):
         if isinstance(facts.cuts, errors.InputError):  # raised in file order, whatever the tasks
             raise facts.cuts
@@ -113,10 +118,15 @@ def scan_datasets(
             raise errors.InputError(
                 f"{file}: document {first!r} continues from {previous[1]}: a document must lie in one part file"
             )
-        shards += [RowShard(file, len(shards) + k, start, stop, source) for k, (start, stop) in enumerate(cuts)]
+        shards += [
+            RowShard(file, len(shards) + k, start, stop, source, rows_before + start)
+            for k, (start, stop) in enumerate(cuts)
+        ]
+        rows_before += facts.footer.rows
+        slots += facts.footer.slots or 0
         previous = (source, file, last) if last is not None else previous
     single = {column: values is not None and len(values) <= 1 for column, values in seen.items()}
-    return DatasetScan(shards, label_set, single)
+    return DatasetScan(shards, label_set, single, slots)
 
 
 def _listed(path) -> tuple[dict | None, list]:

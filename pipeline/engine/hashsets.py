@@ -49,6 +49,14 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+def mixed64(values: np.ndarray, seed: int) -> np.ndarray:
+    """64-bit hashes of unsigned integers under ``seed``: each value, offset by the seed, through
+    splitmix64's step and finalizer (a bijection for a given seed)."""
+    with np.errstate(over="ignore"):
+        start = np.uint64(seed & (2**64 - 1))
+        return _splitmix64(start + (values.astype(np.uint64) + np.uint64(1)) * _MIX)
+
+
 #: simple tabulation hashing (Zobrist; Patrascu and Thorup 2012) over a string's first
 #: TABULATED_BYTES bytes: a pseudo-random 64-bit word per (position, byte value), XORed over the
 #: string.  Computed with array operations over an Arrow string buffer, where xxh3 needed a Python
