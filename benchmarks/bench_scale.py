@@ -15,7 +15,9 @@ process and its waited-for descendants), and apart the peak RSS of the stage's d
 largest worker, as the driver records them when it ends.  Words/s is the corpus's words (as
 ingested) over the stage's seconds.  The same run's baseline is the Parquet I/O floor: split's output read
 (``floor read``) and read and written again (``floor copy``) by the same engine and workers, with
-nothing else done ("x floor": a stage's seconds over the copy's).
+nothing else done ("x floor": a stage's seconds over the copy's).  ``floor sequences copy`` reads and
+writes the sequences stage's own output again: with the read floor, the least that stage's input
+and output cost (its rows hold five token lists, which the copy floor's segments do not).
 
 Targets, all relative to the same run: each stage's seconds at the largest size within its
 multiple of the copy floor (``FLOOR_TARGETS``); each stage's peak RSS at the largest size within
@@ -220,17 +222,25 @@ class _CopyShard:
 FLOOR_PASS = "floor: "
 
 
-def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool) -> None:
+def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool, kind: str) -> None:
     """Read (and write, into ``out``) every shard of ``dataset`` on the local engine: the I/O that a
-    stage reading and rewriting the dataset cannot avoid, the same-run baseline of its speed."""
+    stage reading and rewriting the dataset cannot avoid, the same-run baseline of its speed;
+    its pass timed as :data:`FLOOR_PASS` + ``kind``."""
     from pipeline.engine.dataset import row_shards, run_step
     from pipeline.engine.executor import executor
 
     Path(out).mkdir(parents=True, exist_ok=True)
     with executor("local", workers) as runner:
         shards = row_shards(dataset, shard_rows, runner)
-        label = FLOOR_PASS + ("copy" if write else "read")
-        run_step(runner, _CopyShard(write), shards, out if write else None, label=label)
+        run_step(runner, _CopyShard(write), shards, out if write else None, label=FLOOR_PASS + kind)
+
+
+#: the floors measured: kind -> (the dataset of the stage folder, written too).  ``read`` and
+#: ``copy`` of split's output (what oversample reads and rewrites) are every stage's baseline;
+#: ``sequences copy``, the sequences read and written again, is the least the sequences stage's
+#: own output costs to write (five token lists a row, which the segments do not have)
+SEQUENCES_COPY = "sequences copy"
+FLOORS = {"read": ("split", False), "copy": ("split", True), SEQUENCES_COPY: ("sequences", True)}
 
 
 def appended(path: Path, offset: int) -> str:
@@ -240,7 +250,7 @@ def appended(path: Path, offset: int) -> str:
         return f.read().decode("utf-8")
 
 
-def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
+def run_size(words: int, args, tmp_root: Path, floors=tuple(FLOORS)) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"scale-{words}-", dir=tmp_root))
     try:
         start = time.perf_counter()
@@ -304,14 +314,16 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
                 f" (driver {driver_rss:.0f}, largest worker {worker_rss:.0f})",
                 flush=True,
             )
-        # the I/O floor over split's output (what oversample reads and rewrites): read, and read + write
+        # the I/O floors (FLOORS)
         floor = {}
-        for kind in ("read", "copy") if with_floor else ():
-            cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/split.parquet", f"floor-{kind}",
-                   "--workers", str(args.workers), "--shard-rows", str(args.shard_rows)]  # fmt: skip
+        for kind in floors:
+            dataset, write = FLOORS[kind]
+            out = "floor-" + kind.replace(" ", "-")
+            cmd = [py, str(Path(__file__).resolve()), "--io-floor", f"{ds}/{dataset}.parquet", out,
+                   "--workers", str(args.workers), "--shard-rows", str(args.shard_rows), "--kind", kind]  # fmt: skip
             timed = timings.stat().st_size
-            seconds, peak, _ = measure([*cmd, *(["--write"] if kind == "copy" else [])], folder, log)
-            shutil.rmtree(folder / f"floor-{kind}", ignore_errors=True)
+            seconds, peak, _ = measure([*cmd, *(["--write"] if write else [])], folder, log)
+            shutil.rmtree(folder / out, ignore_errors=True)
             floor_pass = passes(appended(timings, timed)).get(FLOOR_PASS + kind, 0.0)
             floor[kind] = {
                 "seconds": seconds,
@@ -319,7 +331,7 @@ def run_size(words: int, args, tmp_root: Path, with_floor: bool = True) -> dict:
                 "words_per_s_per_worker": corpus_words / seconds / args.workers,
             }
             print(
-                f"[{words:,} words] floor {kind:5s}  {seconds:8.1f} s"
+                f"[{words:,} words] floor {kind:14s}  {seconds:8.1f} s"
                 f" {corpus_words / seconds / args.workers / 1e6:7.2f} M words/s per worker (Parquet I/O only)",
                 flush=True,
             )
@@ -424,6 +436,16 @@ def checks(results: list[dict]) -> list[str]:
         lines.append(
             f"info sequences  tokenize + pack pass alone: {packing[0] / copy:.2f}x the copy floor at"
             f" {top['target_words']:,} words (the stage also counts words and trains the tokenizer)"
+        )
+    own = top["io_floor"].get(SEQUENCES_COPY)
+    if own:  # what the stage's input and output alone cost, against the shared baseline
+        read = top["io_floor"]["read"]["pass_seconds"]
+        least = read + own["pass_seconds"]
+        stage = top["stages"]["sequences"]["seconds"]
+        lines.append(
+            f"info sequences  its own I/O floor (split's output read, and the sequences read and written"
+            f" again: {read:.1f} + {own['pass_seconds']:.1f} s of passes) is {least / copy:.2f}x the copy"
+            f" floor; the stage is {stage / least:.2f}x it"
         )
     return lines
 
@@ -561,7 +583,7 @@ def dask_check(words: int, args, tmp_root: Path) -> tuple[list[str], dict]:
             print(
                 f"[dask check] {words:,} words on a LocalCluster of {workers} worker(s), run {attempt + 1}", flush=True
             )
-            tries[workers].append(run_size(words, run_args, tmp_root))
+            tries[workers].append(run_size(words, run_args, tmp_root, floors=("copy",)))
     runs = {workers: fastest(results) for workers, results in tries.items()}
     sharing = sharing_factor(runs[1], runs[2])
     predicted = predict_workers(runs[1], 2)
@@ -652,8 +674,9 @@ def main() -> None:
         floor.add_argument("--workers", type=int)
         floor.add_argument("--shard-rows", type=int)
         floor.add_argument("--write", action="store_true")
+        floor.add_argument("--kind", required=True, choices=FLOORS)
         a = floor.parse_args()
-        io_floor(*a.io_floor, a.workers, a.shard_rows, a.write)
+        io_floor(*a.io_floor, a.workers, a.shard_rows, a.write, a.kind)
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--words", default="1e6,1e7", help="corpus sizes, comma-separated (1e8: about 10 min here)")
@@ -736,7 +759,8 @@ def save_scale(results: list[dict], args, notes: list[str], extrapolation: dict,
         f"Tamil text; local engine, {args.workers} workers, shards of {args.shard_lines:,} lines / "
         f"{args.shard_rows:,} rows; peak RSS of the largest process",
         baseline="the Parquet I/O floor: split's output read (floor: read), and read and written again "
-        "(floor: copy), by the same engine and workers in the same run",
+        "(floor: copy), by the same engine and workers in the same run; floor: sequences copy is the sequences "
+        "stage's output read and written again",
         columns=["stage", *sizes, "words/s per worker, largest size", "x copy floor, largest size"],
         rows=rows,
         metrics={"sizes": results, "projection": extrapolation, "dask_check": dask},
