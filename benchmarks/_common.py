@@ -71,16 +71,10 @@ LOAD_AT_START = _load()
 
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     """Those of :data:`FLAGS` the CPU has (from ``/proc/cpuinfo``, or the text ``cpuinfo``)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return []
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            have = set(line.split(":", 1)[1].split())
-            return [flag for flag in FLAGS if flag in have]
-    return []
+    from pipeline.entrypoint import cpu_flags as listed
+
+    have = listed(cpuinfo)
+    return [flag for flag in FLAGS if flag in have]
 
 
 def machine() -> dict:

@@ -16,7 +16,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from pipeline.errors import OutputError, UsageError
 
@@ -100,15 +100,67 @@ def setup_logging(args) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+#: freed memory that glibc's malloc keeps at the top of a process's heap (``M_TOP_PAD``) rather
+#: than give back to the kernel: a step allocates and frees about the same arrays for every shard,
+#: and each page given back was faulted in and zeroed again for the next shard (the stages' system
+#: time, which bench_scale records with their CPU seconds).  A fixed amount, not a share of the
+#: shard: at most this much more stays resident in a process.
+HEAP_TOP_PAD = 64 << 20
+
+
 def prepare_process() -> None:
     """The environment a run of this tool wants, set by the entry point (never by importing the
-    library): Arrow allocations from jemalloc on Linux unless $ARROW_DEFAULT_MEMORY_POOL says
-    otherwise, because Arrow's default there, mimalloc, keeps what a finished shard freed, so a
-    worker's resident memory crept up with the number of shards it ran.  Arrow reads the variable
-    when pyarrow is imported: the entry points import it only after this (forked and Dask
-    LocalCluster workers inherit it)."""
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    library), on Linux, each unless the user's environment sets it already:
+
+    * Arrow allocations from jemalloc ($ARROW_DEFAULT_MEMORY_POOL), because Arrow's default there,
+      mimalloc, keeps what a finished shard freed, so a worker's resident memory crept up with
+      the number of shards it ran.  Arrow reads the variable when pyarrow is imported: the entry
+      points import it only after this (forked and Dask LocalCluster workers inherit it).
+    * glibc's malloc keeping :data:`HEAP_TOP_PAD` of freed heap ($MALLOC_TOP_PAD_): set in this
+      process (forked workers inherit it) and in the environment, for the processes it starts
+      (Dask's workers), which glibc reads when they start.
+    * on an x86 CPU with AVX2 and FMA, numpy's OpenBLAS kernels for Haswell
+      ($OPENBLAS_CORETYPE), whatever newer instructions the CPU has: its AVX-512 kernels add a
+      matrix product's terms in another order, and g2p's network (numpy) then spelled some words
+      with other phonemes, so a vocabulary's confusables differed with the machine.  OpenBLAS
+      reads the variable when numpy is first imported, after this."""
+    if not sys.platform.startswith("linux"):
+        return
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    if "MALLOC_TOP_PAD_" not in os.environ and set_heap_top_pad(HEAP_TOP_PAD):
+        os.environ["MALLOC_TOP_PAD_"] = str(HEAP_TOP_PAD)
+    if "OPENBLAS_CORETYPE" not in os.environ and {"avx2", "fma"} <= cpu_flags():
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``, or the text ``cpuinfo``);
+    empty where none are listed."""
+    try:
+        with ExitStack() as stack:
+            if cpuinfo is None:
+                lines = stack.enter_context(open("/proc/cpuinfo", encoding="utf-8", errors="replace"))
+            else:
+                lines = cpuinfo.splitlines()
+            for line in lines:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def set_heap_top_pad(size: int) -> bool:
+    """glibc's ``mallopt(M_TOP_PAD, size)`` in this process; False where the C library is not
+    glibc (musl has no such option)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc's alone: the check that M_TOP_PAD means this)
+        return bool(libc.mallopt(-2, size))  # -2: M_TOP_PAD in glibc's malloc.h
+    except (OSError, AttributeError):
+        return False
 
 
 class Terminated(BaseException):

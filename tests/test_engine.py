@@ -18,6 +18,7 @@ from support.ingesting import ingest_files
 
 from pipeline.engine.reading import read_json, read_segments
 from pipeline.engine.textfiles import line_shards
+from pipeline.entrypoint import HEAP_TOP_PAD, cpu_flags
 from pipeline.ingest import IngestStep, ingest_table, plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -387,6 +388,78 @@ def test_entry_points_allocate_arrow_memory_from_jemalloc(module):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "jemalloc"  # after the help text
+
+
+#: a worker's round of shards, as far as its heap sees it: arrays allocated and freed again (96 KB
+#: each: from the heap, under malloc's mmap threshold); prints the page faults of ten rounds after
+#: a first, in this process and in a worker it forks
+_HEAP_ROUNDS = """
+import multiprocessing, resource, sys
+import numpy as np
+from pipeline.entrypoint import prepare_process
+if sys.argv[1] == "prepared":
+    prepare_process()
+
+def rounds(n):
+    for _ in range(n):
+        arrays = [np.ones(12_000) for _ in range(400)]
+        del arrays
+
+def faults(_=None):
+    rounds(1)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    rounds(10)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+with multiprocessing.get_context("fork").Pool(1) as pool:
+    print(faults(), pool.apply(faults))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc option")
+def test_a_prepared_process_and_its_forked_workers_keep_freed_heap_pages():
+    """Pages a shard's arrays freed are kept for the next shard's (glibc's M_TOP_PAD, set by the
+    entry points), where malloc gave them back and the kernel faulted them in again; and the
+    processes started from there (Dask's workers) get it from the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TOP_PAD_"}
+    faults = {}
+    for kind in ("plain", "prepared"):
+        out = subprocess.run(
+            [sys.executable, "-c", _HEAP_ROUNDS, kind], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        faults[kind] = [int(n) for n in out.stdout.split()]
+    plain, prepared = faults["plain"], faults["prepared"]
+    assert min(plain) > 10_000, plain  # the pattern does give pages back without the option
+    assert all(p * 10 < q for p, q in zip(prepared, plain)), faults
+    code = "import os\nfrom pipeline.entrypoint import prepare_process\nprepare_process()\n"
+    code += "print(os.environ['MALLOC_TOP_PAD_'])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == str(HEAP_TOP_PAD), out.stderr
+
+
+def test_cpu_flags_are_read_from_the_first_flags_line():
+    cpuinfo = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu_flags(cpuinfo) == {"fpu", "sse2", "avx2", "fma"}
+    assert cpu_flags("processor\t: 0\n") == set()
+
+
+@pytest.mark.skipif(not {"avx2", "fma"} <= cpu_flags(), reason="an x86 CPU with AVX2 and FMA, on Linux")
+def test_a_prepared_process_computes_numpy_products_with_one_cpus_kernels():
+    """numpy's OpenBLAS kernels are Haswell's on every CPU with AVX2 and FMA, AVX-512 ones too
+    (their sums in another order changed g2p's phonemes, hence the confusables); a user's own
+    $OPENBLAS_CORETYPE is kept."""
+    code = (
+        "from pipeline.entrypoint import prepare_process\nprepare_process()\n"
+        "import numpy, threadpoolctl\n"
+        "print(*[i.get('architecture') for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    for given, expected in ((None, "Haswell"), ("Sandybridge", "Sandybridge")):
+        run_env = env if given is None else {**env, "OPENBLAS_CORETYPE": given}
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=run_env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == [expected], out.stdout
 
 
 # =========================================================== the executor against a hostile user
