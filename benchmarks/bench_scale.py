@@ -669,6 +669,9 @@ def run_sizes(args) -> tuple[list[dict], tuple[list[str], dict] | None]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--io-floor":  # the floor's own process (see io_floor)
+        from pipeline.entrypoint import prepare_process
+
+        prepare_process()  # the allocators a stage's entry point sets, before pyarrow is imported
         floor = argparse.ArgumentParser()
         floor.add_argument("--io-floor", nargs=2, metavar=("DATASET", "OUT"))
         floor.add_argument("--workers", type=int)
