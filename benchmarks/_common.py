@@ -68,6 +68,54 @@ def _load() -> float | None:
 #: the 1-minute load average when the benchmark started (this module is imported first)
 LOAD_AT_START = _load()
 
+#: a run is busy when other processes, or on a virtual machine the hypervisor's other guests (steal
+#: time), took more than this share of the machine's CPU time while it ran
+BUSY_SHARE = 0.1
+
+
+def machine_cpu(stat: str | None = None) -> dict[str, float] | None:
+    """The machine's CPU seconds since it started, from the first line of ``/proc/stat`` (or the
+    text ``stat``): ``busy`` (user, nice, system, irq, softirq) and ``steal`` (the time a virtual
+    machine's CPUs waited while the hypervisor ran other guests); None where it is not listed."""
+    import os
+
+    if stat is None:
+        try:
+            stat = Path("/proc/stat").read_text()
+        except OSError:
+            return None
+    fields = stat.split("\n", 1)[0].split()
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) / tick for v in fields[1:9])
+    return {"busy": user + nice + system + irq + softirq, "steal": steal}
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and of the children it waited for (a benchmark's stages)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+#: (monotonic seconds, the machine's CPU seconds, this process's) when the benchmark started
+CPU_AT_START = (time.monotonic(), machine_cpu(), own_cpu())
+
+
+def other_work(start: tuple, end: tuple, cores: int) -> dict[str, float | None]:
+    """Between two :data:`CPU_AT_START`-like readings, the share of the machine's CPU time (wall
+    seconds x cores) that other processes used (``other``: the machine's busy seconds less this
+    process's and its children's) and that went to other guests (``steal``); None where the
+    machine lists no CPU times."""
+    (t0, m0, own0), (t1, m1, own1) = start, end
+    capacity = (t1 - t0) * cores
+    if m0 is None or m1 is None or capacity <= 0:
+        return {"other": None, "steal": None}
+    other = max(0.0, (m1["busy"] - m0["busy"]) - (own1 - own0))
+    return {"other": round(other / capacity, 3), "steal": round(max(0.0, m1["steal"] - m0["steal"]) / capacity, 3)}
+
 
 def cpu_flags(cpuinfo: str | None = None) -> list[str]:
     """Those of :data:`FLAGS` the CPU has (from ``/proc/cpuinfo``, or the text ``cpuinfo``)."""
@@ -79,8 +127,10 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
 
 def machine() -> dict:
     """What the numbers were measured on: they mean little without it.  ``busy`` is true when the
-    load average at the start or at the end was above the cores: other work then shared the CPU,
-    so absolute figures are low and only ratios to the same run's baseline hold."""
+    load average at the start was above the cores, or other processes or guests took more than
+    :data:`BUSY_SHARE` of the CPU time while the benchmark ran (``other_cpu_share``,
+    ``steal_share``): other work then shared the CPU, so absolute figures are low and only ratios
+    to the same run's baseline hold.  The load at the end is the benchmark's own, mostly."""
     import os
     import platform
 
@@ -97,8 +147,9 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    cores = os.cpu_count()
-    loads = [load for load in (LOAD_AT_START, _load()) if load is not None]
+    cores = os.cpu_count() or 1
+    shares = other_work(CPU_AT_START, (time.monotonic(), machine_cpu(), own_cpu()), cores)
+    busy = (LOAD_AT_START or 0) > cores or any(share is not None and share > BUSY_SHARE for share in shares.values())
     return {
         "cpu": cpu,
         "instruction_sets": cpu_flags(),
@@ -108,7 +159,9 @@ def machine() -> dict:
         "system": f"{platform.system()} {platform.release()}",
         "load_average_start": LOAD_AT_START,
         "load_average_end": _load(),
-        "busy": bool(cores and loads and max(loads) > cores),
+        "other_cpu_share": shares["other"],
+        "steal_share": shares["steal"],
+        "busy": busy,
     }
 
 

@@ -43,6 +43,11 @@ def _machine(machine: dict) -> str:
     if recorded:
         parts.insert(1, "instruction sets: " + (" ".join(machine["instruction_sets"]) or "none of those recorded"))
         parts.append(f"load average {machine['load_average_start']:g} at start, {machine['load_average_end']:g} at end")
+        if machine.get("other_cpu_share") is not None:
+            other = f"other processes took {machine['other_cpu_share']:.0%} of the CPU time while it ran"
+            if machine.get("steal_share"):
+                other += f", other guests of the host {machine['steal_share']:.0%}"
+            parts.append(other)
         busy = machine.get("busy")
     else:
         load = machine.get("load_average_1min")
@@ -54,8 +59,8 @@ def _machine(machine: dict) -> str:
         line = "machine not recorded (no instruction sets or load at start); " + line
     if busy:
         line += (
-            "; **busy machine** (load above the cores): other work shared the CPU, so the absolute"
-            " figures are low; the ratios to the same run's baseline hold"
+            "; **busy machine**: other work shared the CPU, so the absolute figures are low; the"
+            " ratios to the same run's baseline hold"
         )
     return line
 
@@ -86,8 +91,10 @@ def render() -> str:
         "`benchmarks/results/NAME.json`; `python benchmarks/report.py` writes this page from them. The "
         "benchmarks read the real corpora at `../shared/corpora`. The machine line names the CPU, the "
         "instruction sets that decide which kernels run (AVX2, AVX-512, the int8 dot products of VNNI, "
-        "the AMX matrix units), the cores and the load average at the start and the end; a run whose "
-        "load was above its cores is marked busy.\n\n",
+        "the AMX matrix units), the cores, the load average at the start and the end, and the share of "
+        "the CPU time that other processes (and, on a virtual machine, other guests) took while it "
+        "ran; a run that started with a load above its cores, or that shared a tenth of the CPU, is "
+        "marked busy.\n\n",
     ]
     for name in names:
         r = results[name]
