@@ -45,7 +45,7 @@ def _machine(machine: dict) -> str:
         parts.append(f"load average {machine['load_average_start']:g} at start, {machine['load_average_end']:g} at end")
         if machine.get("other_cpu_share") is not None:
             other = f"other processes took {machine['other_cpu_share']:.0%} of the CPU time while it ran"
-            if machine.get("steal_share"):
+            if (machine.get("steal_share") or 0) >= 0.005:  # shown where it rounds to 1 % or more
                 other += f", other guests of the host {machine['steal_share']:.0%}"
             parts.append(other)
         busy = machine.get("busy")
