@@ -436,6 +436,8 @@ def test_a_prepared_process_and_its_forked_workers_keep_freed_heap_pages():
     code += "print(os.environ['MALLOC_TOP_PAD_'])"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.stdout.strip() == str(HEAP_TOP_PAD), out.stderr
+    # what the scaling guide tells a cluster's workers to set
+    assert f"MALLOC_TOP_PAD_={HEAP_TOP_PAD}" in (ROOT / "docs" / "guides" / "scaling.md").read_text()
 
 
 def test_cpu_flags_are_read_from_the_first_flags_line():
