@@ -16,7 +16,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 from pipeline.errors import OutputError, UsageError
 
@@ -136,17 +136,15 @@ def prepare_process() -> None:
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``, or the text ``cpuinfo``);
     empty where none are listed."""
-    try:
-        with ExitStack() as stack:
-            if cpuinfo is None:
-                lines = stack.enter_context(open("/proc/cpuinfo", encoding="utf-8", errors="replace"))
-            else:
-                lines = cpuinfo.splitlines()
-            for line in lines:
-                if line.startswith("flags"):
-                    return set(line.partition(":")[2].split())
-    except OSError:
-        pass
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+                cpuinfo = info.read()
+        except OSError:
+            return set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
     return set()
 
 
