@@ -3,6 +3,7 @@ same labels as torch on real text; punctuate on such a folder imports neither to
 per-word confidences in JSONL; one-line refusals and outputs replaced only where the tool wrote them."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -263,6 +264,52 @@ def test_smoothing_keeps_the_fp32_graphs_outputs(exported, tmp_path):
     feed = calibration_feeds(tokenizer, 64, sequences=3, seed=1)[0]
     for a, b in zip(before.run(None, feed), after.run(None, feed), strict=True):
         assert np.allclose(a, b, atol=1e-4), np.abs(a - b).max()
+
+
+def test_smoothing_is_the_same_whatever_the_last_bits_of_its_calibration(exported):
+    """Another instruction set sums the calibration in another order (ONNX Runtime's kernels) and
+    takes powers with other loops (numpy's): the smoothing factors are powers of two, so ranges a
+    few units in the last place apart give the same graph, byte for byte."""
+    import onnx
+
+    from pipeline.training.onnx import INT8, _heads, _products, _smooth, calibration_feeds, input_ranges
+
+    folder = exported / "linear-onnx"
+    model = onnx.load(str(folder / "model.onnx"))
+    plan = _products(model.graph, set(_heads(model.graph)))
+    smoothed = sorted(n for n, how in plan.items() if how.startswith("smoothed"))
+    inputs = {n.name: n.input[0] for n in model.graph.node if n.input}
+    feeds = calibration_feeds(folder / "tokenizer" / "tokenizer.json", 64, sequences=6, seed=0)
+    ranges = input_ranges(model, sorted({inputs[n] for n in smoothed}), feeds)
+    graphs = []
+    for ulps in (0, 3, -3):
+        moved = {}
+        for name, r in ranges.items():
+            for _ in range(abs(ulps)):
+                r = np.nextafter(r, np.float32(np.inf if ulps > 0 else 0))
+            moved[name] = r
+        assert ulps == 0 or all((moved[k] != ranges[k]).all() for k in ranges)
+        copy = onnx.ModelProto.FromString(model.SerializeToString())
+        _smooth(copy, smoothed, moved, INT8["alpha"])
+        graphs.append(copy.SerializeToString())
+    assert graphs[1] == graphs[0] and graphs[2] == graphs[0]
+    factors = [onnx.numpy_helper.to_array(t) for t in copy.graph.initializer if t.name.endswith("_smoothing")]
+    assert len(factors) == len(smoothed)
+    for divisor in factors:  # 1 / s, a power of two: a mantissa of exactly 1/2
+        assert (np.frexp(divisor)[0] == 0.5).all() and len(np.unique(divisor)) > 1
+
+
+def test_the_int8_export_is_the_same_without_numpys_simd_loops(exported, tmp_path):
+    """numpy without the loops it picks for this CPU (AVX2, AVX-512: ``NPY_DISABLE_CPU_FEATURES``)
+    writes the same int8 graph as with them."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    out = tmp_path / "int8"
+    argv = ["export-model", "--model", str(exported / "linear"), "--format", "onnx", "--int8", "--out", str(out)]
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(__cpu_dispatch__)}
+    proc = subprocess.run([sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "model.onnx").read_bytes() == (exported / "linear-int8" / "model.onnx").read_bytes()
 
 
 def _one_product(k: int, n: int, seed: int):

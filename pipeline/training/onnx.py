@@ -22,7 +22,10 @@ output is tens of times any other token's.  So:
 - a product fed by a layer norm is first *smoothed* (SmoothQuant, Xiao et al. 2023): the input's
   channel ``j`` is divided by ``s_j = a_j ** alpha / w_j ** (1 - alpha)`` and the weight's row
   ``j`` multiplied by it, ``a_j`` the channel's largest magnitude and ``w_j`` the row's.  The
-  product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``a_j`` is
+  product is unchanged in exact arithmetic; the division is one ``Mul`` before it.  ``s_j`` is
+  rounded to the nearest power of two, so that the division and the weight's scaling are exact
+  and the export is the same on every CPU: the ranges and the power come from kernels that follow
+  the instruction set (ONNX Runtime's, numpy's), and differ in their last bits.  ``a_j`` is
   measured without data: the fp32 graph is run on sequences of words drawn (seeded) from the
   tokenizer's vocabulary, since a model's large channels are the same whatever the text.  The
   attention's projections (one fused operator) then take ONNX Runtime's dynamic quantization
@@ -294,7 +297,9 @@ def input_ranges(model, names: list[str], feeds: list[dict]) -> dict:
         probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    options.intra_op_num_threads = 1  # the same sums in the same order on any machine: the same export
+    # the same sums in the same order on any machine of one instruction set (the smoothing rounds
+    # away what another set changes in the last bits)
+    options.intra_op_num_threads = 1
     session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
     ranges: dict = {}
     for feed in feeds:
@@ -303,6 +308,15 @@ def input_ranges(model, names: list[str], feeds: list[dict]) -> dict:
             largest = np.abs(value[real]).max(axis=0)
             ranges[name] = np.maximum(ranges[name], largest) if name in ranges else largest
     return ranges
+
+
+def nearest_power_of_two(x):
+    """Each of ``x`` (positive) as the power of two nearest to it on a log scale, as float32: from
+    its float64 exponent and a comparison of its mantissa with sqrt(1/2), both exact."""
+    import numpy as np
+
+    mantissa, exponent = np.frexp(np.asarray(x, np.float64))  # x = mantissa * 2**exponent, mantissa in [1/2, 1)
+    return np.ldexp(1.0, exponent - (mantissa < np.sqrt(0.5))).astype(np.float32)
 
 
 def _smooth(model, nodes: list[str], ranges: dict, alpha: float) -> None:
@@ -316,8 +330,8 @@ def _smooth(model, nodes: list[str], ranges: dict, alpha: float) -> None:
     for node in graph.node:
         if node.name in chosen:
             w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float32)
-            a = np.maximum(ranges[node.input[0]], 1e-5)
-            s = (a**alpha / np.maximum(np.abs(w).max(axis=1), 1e-5) ** (1 - alpha)).astype(np.float32)
+            a = np.maximum(ranges[node.input[0]].astype(np.float64), 1e-5)
+            s = nearest_power_of_two(a**alpha / np.maximum(np.abs(w).max(axis=1), 1e-5) ** (1 - alpha))
             weights[node.input[1]].CopyFrom(numpy_helper.from_array(w * s[:, None], node.input[1]))
             divisor = f"{node.name}_smoothing"
             graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32), divisor))
