@@ -123,14 +123,26 @@ def prepare_process() -> None:
       ($OPENBLAS_CORETYPE), whatever newer instructions the CPU has: its AVX-512 kernels add a
       matrix product's terms in another order, and g2p's network (numpy) then spelled some words
       with other phonemes, so a vocabulary's confusables differed with the machine.  OpenBLAS
-      reads the variable when numpy is first imported, after this."""
+      reads the variable when numpy is first imported, after this.
+    * on the same CPUs, numpy's own loops for AVX2, not those for AVX-512 ($NPY_DISABLE_CPU_FEATURES
+      names them, :data:`NUMPY_AVX512`): its AVX-512 loops compute powers and other functions to
+      other last bits (an int8 export's smoothing factors differed, before they were rounded),
+      and on AMD's Zen 4 its AVX-512 sort of 64-bit words took four times as long as its AVX2
+      one (the hash reduces of the audits sort).  numpy reads the variable when first imported."""
     if not sys.platform.startswith("linux"):
         return
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
     if "MALLOC_TOP_PAD_" not in os.environ and set_heap_top_pad(HEAP_TOP_PAD):
         os.environ["MALLOC_TOP_PAD_"] = str(HEAP_TOP_PAD)
-    if "OPENBLAS_CORETYPE" not in os.environ and {"avx2", "fma"} <= cpu_flags():
-        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+    one_x86_kernel = ("OPENBLAS_CORETYPE", "Haswell"), ("NPY_DISABLE_CPU_FEATURES", NUMPY_AVX512)
+    if any(name not in os.environ for name, _ in one_x86_kernel) and {"avx2", "fma"} <= cpu_flags():
+        for name, value in one_x86_kernel:
+            os.environ.setdefault(name, value)
+
+
+#: numpy's dispatch targets above AVX2, as numpy 2.4 names them (a name it does not know is
+#: ignored; a test checks that a prepared process runs none of them)
+NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:

@@ -18,7 +18,7 @@ from support.ingesting import ingest_files
 
 from pipeline.engine.reading import read_json, read_segments
 from pipeline.engine.textfiles import line_shards
-from pipeline.entrypoint import HEAP_TOP_PAD, cpu_flags
+from pipeline.entrypoint import HEAP_TOP_PAD, NUMPY_AVX512, cpu_flags
 from pipeline.ingest import IngestStep, ingest_table, plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,6 +462,30 @@ def test_a_prepared_process_computes_numpy_products_with_one_cpus_kernels():
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=run_env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == [expected], out.stdout
+
+
+@pytest.mark.skipif(not {"avx2", "fma"} <= cpu_flags(), reason="an x86 CPU with AVX2 and FMA, on Linux")
+def test_a_prepared_process_runs_numpys_avx2_loops_and_no_avx512_ones():
+    """numpy's loops above AVX2 are off on every CPU with AVX2 and FMA, AVX-512 ones too (their
+    powers differ in the last bits; their sort is slower on AMD's Zen 4), and on none below it;
+    a user's own $NPY_DISABLE_CPU_FEATURES is kept."""
+    code = (
+        "from pipeline.entrypoint import prepare_process\nprepare_process()\n"
+        "from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__\n"
+        "print(*[f for f in __cpu_dispatch__ if __cpu_features__[f]] or ['none'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["X86_V3"], out.stdout  # the dispatch target of AVX2 and FMA alone
+    kept = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**env, "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert kept.returncode == 0 and "X86_V3" not in kept.stdout.split(), kept.stdout + kept.stderr
+    # the scaling guide gives a cluster's workers the same value
+    guide = " ".join((ROOT / "docs" / "guides" / "scaling.md").read_text().split())
+    assert f'NPY_DISABLE_CPU_FEATURES="{NUMPY_AVX512}"' in guide
 
 
 # =========================================================== the executor against a hostile user
