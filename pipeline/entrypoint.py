@@ -108,6 +108,11 @@ def setup_logging(args) -> None:
 HEAP_TOP_PAD = 64 << 20
 
 
+#: numpy's dispatch targets above AVX2, as numpy 2.4 names them (a name it does not know is
+#: ignored; a test checks that a prepared process runs none of them)
+NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
+
+
 def prepare_process() -> None:
     """The environment a run of this tool wants, set by the entry point (never by importing the
     library), on Linux, each unless the user's environment sets it already:
@@ -134,15 +139,10 @@ def prepare_process() -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
     if "MALLOC_TOP_PAD_" not in os.environ and set_heap_top_pad(HEAP_TOP_PAD):
         os.environ["MALLOC_TOP_PAD_"] = str(HEAP_TOP_PAD)
-    one_x86_kernel = ("OPENBLAS_CORETYPE", "Haswell"), ("NPY_DISABLE_CPU_FEATURES", NUMPY_AVX512)
-    if any(name not in os.environ for name, _ in one_x86_kernel) and {"avx2", "fma"} <= cpu_flags():
-        for name, value in one_x86_kernel:
+    same_kernels = ("OPENBLAS_CORETYPE", "Haswell"), ("NPY_DISABLE_CPU_FEATURES", NUMPY_AVX512)
+    if any(name not in os.environ for name, _ in same_kernels) and {"avx2", "fma"} <= cpu_flags():
+        for name, value in same_kernels:
             os.environ.setdefault(name, value)
-
-
-#: numpy's dispatch targets above AVX2, as numpy 2.4 names them (a name it does not know is
-#: ignored; a test checks that a prepared process runs none of them)
-NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
