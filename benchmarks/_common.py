@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
@@ -60,8 +61,6 @@ FLAGS = (
 
 
 def _load() -> float | None:
-    import os
-
     return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
@@ -77,8 +76,6 @@ def machine_cpu(stat: str | None = None) -> dict[str, float] | None:
     """The machine's CPU seconds since it started, from the first line of ``/proc/stat`` (or the
     text ``stat``): ``busy`` (user, nice, system, irq, softirq) and ``steal`` (the time a virtual
     machine's CPUs waited while the hypervisor ran other guests); None where it is not listed."""
-    import os
-
     if stat is None:
         try:
             stat = Path("/proc/stat").read_text()
@@ -94,8 +91,6 @@ def machine_cpu(stat: str | None = None) -> dict[str, float] | None:
 
 def own_cpu() -> float:
     """CPU seconds of this process and of the children it waited for (a benchmark's stages)."""
-    import os
-
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
@@ -131,7 +126,6 @@ def machine() -> dict:
     :data:`BUSY_SHARE` of the CPU time while the benchmark ran (``other_cpu_share``,
     ``steal_share``): other work then shared the CPU, so absolute figures are low and only ratios
     to the same run's baseline hold.  The load at the end is the benchmark's own, mostly."""
-    import os
     import platform
 
     cpu = platform.processor() or platform.machine()

@@ -241,10 +241,10 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool,
 
 
 #: the floors measured: kind -> (the dataset of the stage folder, written too, only the columns
-#: that the sequences stage reads).  ``read`` and ``copy`` of split's output (what oversample reads and rewrites) are
-#: every stage's baseline.  The sequences stage's own floor: its input read (the columns it reads
-#: of the oversampled rows), and its output written (five token lists a row, which the segments do
-#: not have): ``sequences copy`` less ``sequences read``
+#: that the sequences stage reads).  ``read`` and ``copy`` of split's output (what oversample reads
+#: and rewrites) are every stage's baseline.  The sequences stage's own floor: its input read (the
+#: columns it reads of the oversampled rows), and its output written (five token lists a row,
+#: which the segments do not have): ``sequences copy`` less ``sequences read``
 SEQUENCES_INPUT, SEQUENCES_READ, SEQUENCES_COPY = "sequences input", "sequences read", "sequences copy"
 FLOORS = {
     "read": ("split", False, False),
