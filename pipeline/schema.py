@@ -68,6 +68,41 @@ def statistics_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if not pa.types.is_nested(f.type)]
 
 
+def _integer_lists(schema: pa.Schema) -> dict[str, int]:
+    """The Parquet path of each list column of 8-, 16- or 32-bit integers, with the values' width."""
+    return {
+        f"{f.name}.list.element": f.type.value_type.bit_width
+        for f in schema
+        if pa.types.is_list(f.type)
+        and pa.types.is_integer(f.type.value_type)
+        and f.type.value_type.bit_width <= 32
+    }
+
+
+def parquet_options(schema: pa.Schema) -> dict:
+    """``pq.write_table``'s options for a table of ``schema``: :data:`PARQUET_OPTIONS`, statistics
+    of the flat columns only, and no Arrow schema stored.
+
+    Lists of integers up to 32 bits (the sequences' token ids, label ids and word positions) are
+    written without a dictionary: byte-stream-split for 32-bit values, delta-coded for narrower
+    ones, at zstd level 1.  Their values are a few hundred thousand a shard, and hashing each into
+    a dictionary page, then compressing at level 3, made their write the sequences stage's
+    largest cost.  Wider integers (an export's class ids, read by other tools) keep the plain
+    options."""
+    options = dict(PARQUET_OPTIONS, write_statistics=statistics_columns(schema), store_schema=False)
+    integer_lists = _integer_lists(schema)
+    if integer_lists:
+        # a per-column level leaves the others at zstd's default unless each is named
+        leaves = [f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name for f in schema]
+        options["use_dictionary"] = [leaf for leaf in leaves if leaf not in integer_lists]
+        options["column_encoding"] = {
+            leaf: "BYTE_STREAM_SPLIT" if bits == 32 else "DELTA_BINARY_PACKED" for leaf, bits in integer_lists.items()
+        }
+        level = PARQUET_OPTIONS["compression_level"]
+        options["compression_level"] = {leaf: 1 if leaf in integer_lists else level for leaf in leaves}
+    return options
+
+
 def segments_table(
     corpus: str,
     lang: str,

@@ -102,3 +102,37 @@ def test_schema_checks_the_labels_an_encoded_column_uses():
     dictionary = pa.array(["O", "BANG", "WHAT"], pa.string())
     with pytest.raises(SchemaError, match="unknown label 'WHAT'"):
         segments_table("c", "en", ["d"], [0], [["a", "b", "c"]], column([0, 2, 1]), vocabulary=LABELS)
+
+
+def test_integer_lists_are_written_without_a_dictionary(tmp_path):
+    """The sequences' integer lists get byte-stream-split (32-bit) or delta (narrower) pages at
+    zstd level 1; every other column keeps the dictionary pages and level of ``PARQUET_OPTIONS``,
+    and the values read back unchanged."""
+    import pyarrow.parquet as pq
+
+    from pipeline.datasets.sequences import SEQUENCE_SCHEMA
+    from pipeline.schema import PARQUET_OPTIONS, parquet_options, statistics_columns
+
+    lists = [[101, 7, 102], [101, 102]]
+    table = pa.Table.from_pydict(
+        {
+            "corpus": ["c", "c"], "lang": ["en", "en"], "split": ["train", "dev"], "doc_id": ["a", "b"],
+            "chunk_id": [0, 0], "input_ids": lists, "attention_mask": [[1] * 3, [1] * 2],
+            "labels": [[-100, 2, -100], [-100, -100]], "case_labels": [[-100, 1, -100], [-100, -100]],
+            "word_index": [[-1, 0, -1], [-1, -1]],
+        },
+        schema=SEQUENCE_SCHEMA,
+    )  # fmt: skip
+    writing.write_parquet(table, tmp_path / "s.parquet")
+    columns = pq.ParquetFile(tmp_path / "s.parquet").metadata.row_group(0)
+    encodings = {columns.column(i).path_in_schema: columns.column(i).encodings for i in range(columns.num_columns)}
+    assert "BYTE_STREAM_SPLIT" in encodings["input_ids.list.element"]
+    assert "BYTE_STREAM_SPLIT" in encodings["word_index.list.element"]
+    assert "DELTA_BINARY_PACKED" in encodings["labels.list.element"]
+    assert "RLE_DICTIONARY" not in encodings["case_labels.list.element"]
+    assert "RLE_DICTIONARY" in encodings["doc_id"]
+    assert pq.read_table(tmp_path / "s.parquet").equals(table)
+    # a table without integer lists: the shared options as they are
+    segments = sample_table()
+    plain = dict(PARQUET_OPTIONS, write_statistics=statistics_columns(segments.schema), store_schema=False)
+    assert parquet_options(segments.schema) == plain

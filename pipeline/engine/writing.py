@@ -55,7 +55,7 @@ from pipeline.engine.location import (
 )
 from pipeline.engine.reading import open_input, open_parquet, read_bytes, read_json
 from pipeline.errors import InputError, OutputError
-from pipeline.schema import PARQUET_OPTIONS, as_dictionaries, statistics_columns
+from pipeline.schema import as_dictionaries, parquet_options
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: dict[bytes
     metadata (a dataset's label set: :func:`pipeline.labels.file_metadata`)."""
     path = path if is_url(path) else Path(path)
     table = as_dictionaries(table)
-    options = dict(write_statistics=statistics_columns(table.schema), store_schema=False, **PARQUET_OPTIONS)
+    options = parquet_options(table.schema)
     try:
         if is_url(path):
             with open_output(path) as sink:
