@@ -73,9 +73,7 @@ def _integer_lists(schema: pa.Schema) -> dict[str, int]:
     return {
         f"{f.name}.list.element": f.type.value_type.bit_width
         for f in schema
-        if pa.types.is_list(f.type)
-        and pa.types.is_integer(f.type.value_type)
-        and f.type.value_type.bit_width <= 32
+        if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type) and f.type.value_type.bit_width <= 32
     }
 
 

@@ -52,3 +52,22 @@ def test_a_document_is_its_corpus_and_id_when_corpora_share_a_shard(tmp_path):
         pooled, _ = aggregate(runner, [TableShard(table, 0)], tmp_path / "pooled", names=["all"], label_set=PAPERS)
     assert own["c1"]["documents"] == 2 and own["c2"]["documents"] == 1
     assert pooled["all"]["documents"] == 3 and pooled["all"]["segments"] == 5
+
+
+def test_words_coded_by_the_caller_audit_alike(tmp_path):
+    """A shard whose words' codes the caller made (as the sequences stage shares them with its
+    packing) gives the tallies and hash groups of the same shard coded by the audit."""
+    import pyarrow as pa
+
+    from pipeline.audit.stats import AuditShard, TableShard
+    from pipeline.engine.hashsets import word_codes
+
+    table = segments_table(
+        "c", "en", ["a", "a", "b"], [0, 1, 0], [["x", "y"], ["y", "z"], ["x"]],
+        [["O", "PERIOD"], ["O", "QUESTION"], ["O"]], vocabulary=LABELS,
+    )  # fmt: skip
+    table = table.set_column(table.schema.get_field_index("split"), "split", pa.array(["train", "train", "dev"]))
+    own = AuditShard(tmp_path / "own", label_set=PAPERS)(TableShard(table, 0))
+    given = AuditShard(tmp_path / "given", label_set=PAPERS)(TableShard(table, 0, 0, word_codes(table["words"])))
+    assert own == given
+    assert (tmp_path / "own/00000.bin").read_bytes() == (tmp_path / "given/00000.bin").read_bytes()

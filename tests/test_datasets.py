@@ -15,6 +15,7 @@ from pipeline.datasets.export import export_datasets
 from pipeline.datasets.oversample import oversample_dataset
 from pipeline.datasets.sequences import build_sequences, train_tokenizer, words_from_sequences
 from pipeline.datasets.split import SplitInput, split_dataset
+from pipeline.engine.hashsets import word_codes
 from pipeline.engine.reading import read_segments
 from pipeline.labels import LABELS, PAPERS
 from pipeline.params import OversampleParams, SplitParams
@@ -482,6 +483,11 @@ def test_sequences_fit_and_reconstruct(dev_sample, mode, stride, slot):
         dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot
     )
     assert sequences.equals(reference)  # the vectorized packing is the plain rule
+    given, _ = build_sequences(
+        dev_sample, tokenizer, max_len=48, mode=mode, stride=stride, slot_filling=slot, label_set=PAPERS,
+        words=word_codes(dev_sample["words"]),
+    )  # fmt: skip
+    assert given.equals(sequences)  # the words' codes made by the caller (shared with the audit) or here
     assert max(len(ids) for ids in sequences["input_ids"].to_pylist()) <= 48
     recovered = words_from_sequences(sequences, tokenizer, PAPERS)[("dev2012", "train")]
     gold = [l for labels in dev_sample["labels"].to_pylist() for l in labels]

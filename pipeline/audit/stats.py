@@ -38,7 +38,7 @@ from pipeline.engine import hashsets
 from pipeline.engine.dataset import read_rows, scan_datasets, value_changes
 from pipeline.engine.executor import Executor
 from pipeline.labels import CASE_LABELS, PAPERS_CLASSES, LabelSet
-from pipeline.schema import flat_codes, flat_dictionary
+from pipeline.schema import flat_codes
 
 PERCENTILES = (50, 90, 99)
 NO_SPLIT = "-"
@@ -148,6 +148,7 @@ class TableShard:
     table: pa.Table
     index: int
     source: int = 0
+    words: hashsets.WordCodes | None = None  # the words' codes, where the caller made them
 
 
 class AuditShard:
@@ -178,8 +179,9 @@ class AuditShard:
         self.label_set = label_set
 
     def __call__(self, shard) -> tuple[list[dict], int]:
+        words = None
         if isinstance(shard, TableShard):
-            table = shard.table
+            table, words = shard.table, shard.words
         else:
             table = read_rows(shard, self.COLUMNS, dictionary=True)
         out: list[dict] = []
@@ -191,7 +193,7 @@ class AuditShard:
                 continue
             # the corpus every row is audited under: a view's one name, or the rows' own
             corpus = names[shard.source] if names and names[shard.source] is not None else table["corpus"]
-            codes = _Codes(table, corpus, self.label_set) if codes is None else codes.renamed(corpus)
+            codes = _Codes(table, corpus, self.label_set, words) if codes is None else codes.renamed(corpus)
             out.append(_tallies(codes, v, None if v in self.derived else groups))
         written = hashsets.write_groups(self.folder, shard.index, groups)
         return out, written
@@ -224,9 +226,10 @@ class _Codes:
     """A shard as integer arrays: per row its (corpus, split, lang) combination, document change and
     length; per word its label, case and distinct-word codes."""
 
-    def __init__(self, table: pa.Table, corpus, label_set: LabelSet):
+    def __init__(self, table: pa.Table, corpus, label_set: LabelSet, words: hashsets.WordCodes | None = None):
         """``corpus``: the corpus every row is audited under (a name for all, or a column), while
-        the rows' own corpora and doc ids identify documents; ``label_set``: the labels' set."""
+        the rows' own corpora and doc ids identify documents; ``label_set``: the labels' set;
+        ``words``: the codes of ``table``'s words, if the caller made them."""
         self.label_set = label_set
         self.lengths = pc.list_value_length(table["words"]).to_numpy(zero_copy_only=False).astype(np.int64)
         self.labels, _ = flat_codes(table["labels"], label_set.labels)
@@ -243,9 +246,8 @@ class _Codes:
         self.doc_hashes = np.repeat(
             hashsets.string_array_hashes(document_keys(starts)), np.diff(np.r_[first, len(self.lengths)])
         )
-        self.word_code, values = flat_dictionary(table["words"])
+        self.word_code, values, self.word_hashes = words or hashsets.word_codes(table["words"])
         self.n_words = len(values)
-        self.word_hashes = hashsets.string_array_hashes(values)
         self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
         self.split_codes = _first_seen(pc.fill_null(table["split"], NO_SPLIT))
         self.lang_codes = _first_seen(table["lang"])

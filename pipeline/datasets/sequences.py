@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.engine.hashsets import WordCodes, word_codes
 from pipeline.errors import InputError, ParamsError
 from pipeline.labels import CASE_LABELS, LabelSet
 from pipeline.schema import flat_codes, flat_dictionary
@@ -96,9 +97,9 @@ class WordSlots:
             self._chunks = [pa.concat_arrays(self._chunks) if self._chunks else pa.array([], pa.string())]
         return self._chunks[0]
 
-    def find(self, words: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """Each word's slot (-1: not added), and the words' hashes."""
-        hashes = self._hash(words)
+    def find(self, words: pa.Array, hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each word's slot (-1: not added), and the words' hashes (``hashes``: given)."""
+        hashes = self._hash(words) if hashes is None else hashes
         if not len(self.hashes):
             return np.full(len(words), -1, np.int64), hashes
         at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
@@ -167,11 +168,12 @@ class PieceCache:
         self.flat[t : t + len(ids)] = ids
         self._words, self._tokens = n + len(words), t + len(ids)
 
-    def lookup(self, words) -> tuple[np.ndarray, np.ndarray]:
-        """(start, length) in ``flat`` of each of ``words`` (distinct; a list or an Arrow string array),
-        tokenizing those not seen yet; valid until the next call."""
+    def lookup(self, words, hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(start, length) in ``flat`` of each of ``words`` (distinct; a list or an Arrow string array;
+        ``hashes``: theirs, if the caller has them), tokenizing those not seen yet; valid until the
+        next call."""
         words = words if isinstance(words, pa.Array) else pa.array(words, pa.string())
-        slots, hashes = self.index.find(words)
+        slots, hashes = self.index.find(words, hashes)
         missing = np.flatnonzero(slots < 0)
         if len(missing):
             if len(self.index) + len(missing) > self.limit:
@@ -236,8 +238,10 @@ def build_sequences(
     slot_filling: bool = False,
     *,
     label_set: LabelSet,
+    words: WordCodes | None = None,
 ) -> tuple[pa.Table, Counter]:
-    """``table``'s segments as token sequences whose labels are ids in ``label_set``."""
+    """``table``'s segments as token sequences whose labels are ids in ``label_set`` (``words``:
+    the codes of ``table``'s words, if the caller made them)."""
     if mode not in ("chunk", "segment"):
         raise ParamsError(f"mode must be chunk or segment, not {mode!r}")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
@@ -247,7 +251,9 @@ def build_sequences(
     if table.num_rows == 0:
         return SEQUENCE_SCHEMA.empty_table(), counts
     rows, group_first_row, row_position = _document_rows(table, mode)
-    words = _token_stream(rows["words"].combine_chunks(), row_position, tokenizer, slot_filling)
+    if rows is not table:  # rows put in document order: their words' codes made again
+        words = None
+    words = _token_stream(rows["words"].combine_chunks(), row_position, tokenizer, slot_filling, words)
     budget = max_len - (cls is not None) - (sep is not None)
     chunks = _chunks(words, group_first_row, budget, stride, max_len)
     label_code, _ = flat_codes(rows["labels"], label_set.labels)
@@ -318,11 +324,14 @@ class TokenStream(NamedTuple):
     position: np.ndarray  # each word's position in its document
 
 
-def _token_stream(words_column, row_position: np.ndarray, tokenizer, slot_filling: bool) -> TokenStream:
+def _token_stream(
+    words_column, row_position: np.ndarray, tokenizer, slot_filling: bool, words: WordCodes | None = None
+) -> TokenStream:
     word_offsets = _offsets(words_column)
-    word_code, distinct_words = flat_dictionary(words_column)
+    words = words or word_codes(words_column)
+    word_code = words.codes
     cache = piece_cache(tokenizer)
-    unique_start, unique_len = cache.lookup(distinct_words)
+    unique_start, unique_len = cache.lookup(words.values, words.hashes)
     piece_len = unique_len[word_code]
     word_len = piece_len + int(slot_filling)
     prefix = np.r_[0, np.cumsum(word_len)]
@@ -909,10 +918,11 @@ class SequencesStep:
         if tokenizer is None:
             tokenizer = self._loaded[key] = self._tokenizer()
         segments = _packing_rows(shard)
-        table, counts = build_sequences(segments, tokenizer, **self.options)
+        words = word_codes(segments["words"])  # the tokenizer's lookup and the audit hash the same words
+        table, counts = build_sequences(segments, tokenizer, **self.options, words=words)
         audited = None
         if self.audit is not None:
-            audited = self.audit(TableShard(segments.select(AuditShard.COLUMNS), shard.index, shard.source))
+            audited = self.audit(TableShard(segments.select(AuditShard.COLUMNS), shard.index, shard.source, words))
         return StepResult(table, Counts(stats=counts), payload=audited)
 
 

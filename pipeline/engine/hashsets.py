@@ -25,6 +25,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from pipeline.engine import location, writing
+from pipeline.schema import flat_dictionary
 
 #: hashes per reduce range: about 60 bytes each while a range is reduced (15 MB), so the reduce
 #: stays well under a shard's own footprint at any corpus size
@@ -101,6 +103,22 @@ def string_array_hashes(strings: pa.Array) -> np.ndarray:
     for i in np.flatnonzero(lengths > TABULATED_BYTES).tolist():
         out[i] = xxhash.xxh3_64_intdigest(data[starts[i] : starts[i] + lengths[i]].tobytes())
     return out
+
+
+class WordCodes(NamedTuple):
+    """The items of a list column of words as codes into its distinct values, with the values'
+    hashes (:func:`string_array_hashes`): what the steps that share a shard's read (the sequences'
+    packing and its audit) each needed, computed once."""
+
+    codes: np.ndarray
+    values: pa.Array
+    hashes: np.ndarray
+
+
+def word_codes(column) -> WordCodes:
+    """``column``'s :class:`WordCodes`."""
+    codes, values = flat_dictionary(column)
+    return WordCodes(codes, values, string_array_hashes(values))
 
 
 def hash_values(values: list[str]) -> np.ndarray:
