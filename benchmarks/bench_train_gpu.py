@@ -108,7 +108,6 @@ def synthetic_dataset(folder: Path, rows: int, max_len: int, seed: int = 0) -> P
             "doc_id": pa.array([f"d{i}" for i in range(rows)]),
             "chunk_id": pa.array(np.zeros(rows, np.int32)),
             "input_ids": lists(ids),
-            "attention_mask": lists(np.ones(total, np.int8)),
             "labels": lists(labels),
             "case_labels": lists(np.where(labels == IGNORE, IGNORE, 0).astype(np.int8)),
             "word_index": lists(position),

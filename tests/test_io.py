@@ -117,7 +117,7 @@ def test_integer_lists_are_written_without_a_dictionary(tmp_path):
     table = pa.Table.from_pydict(
         {
             "corpus": ["c", "c"], "lang": ["en", "en"], "split": ["train", "dev"], "doc_id": ["a", "b"],
-            "chunk_id": [0, 0], "input_ids": lists, "attention_mask": [[1] * 3, [1] * 2],
+            "chunk_id": [0, 0], "input_ids": lists,
             "labels": [[-100, 2, -100], [-100, -100]], "case_labels": [[-100, 1, -100], [-100, -100]],
             "word_index": [[-1, 0, -1], [-1, -1]],
         },

@@ -285,3 +285,19 @@ def test_mixed_case_lexicon_keeps_the_most_frequent_form(tmp_path):
         "ipad": "IPAD",  # a tie: the alphabetically first
         "mcdonald": "McDonald",
     }
+
+
+def test_sequences_of_the_version_2_layout_still_train(sample, tmp_path):
+    """A sequences file written before ``attention_mask`` was dropped (layout 2, the column all
+    ones) is indexed with the same rows and lengths."""
+    _table, _tokenizer, data = sample
+    files = []
+    for part in data.sequences:
+        new = pq.read_table(part)
+        ids = new["input_ids"].combine_chunks()
+        masks = pa.ListArray.from_arrays(ids.offsets, pa.array(np.ones(len(ids.values), np.int8)))
+        files.append(tmp_path / part.name)
+        pq.write_table(new.add_column(new.schema.get_field_index("input_ids") + 1, "attention_mask", masks), files[-1])
+    assert "attention_mask" in pq.read_schema(files[0]).names
+    ours, theirs = index_rows(data.sequences, "train", True), index_rows(files, "train", True)
+    assert len(ours) > 0 and np.array_equal(ours.row, theirs.row) and np.array_equal(ours.length, theirs.length)

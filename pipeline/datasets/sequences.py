@@ -52,6 +52,9 @@ from pipeline.schema import flat_codes, flat_dictionary
 IGNORE = -100
 log = logging.getLogger(__name__)
 
+#: the sequences' layout.  Version 3 dropped ``attention_mask``: every stored position is a token
+#: (rows are not padded), so it was all ones; a batch's mask is made where it is padded
+SEQUENCES_SCHEMA_NAME = "punct-sequences/3"
 SEQUENCE_SCHEMA = pa.schema(
     [
         pa.field("corpus", pa.string()),
@@ -60,12 +63,11 @@ SEQUENCE_SCHEMA = pa.schema(
         pa.field("doc_id", pa.string()),
         pa.field("chunk_id", pa.int32()),
         pa.field("input_ids", pa.list_(pa.int32())),
-        pa.field("attention_mask", pa.list_(pa.int8())),
         pa.field("labels", pa.list_(pa.int16())),
         pa.field("case_labels", pa.list_(pa.int8())),
         pa.field("word_index", pa.list_(pa.int32())),
     ],
-    metadata={b"schema": b"punct-sequences/2"},
+    metadata={b"schema": SEQUENCES_SCHEMA_NAME.encode()},
 )
 
 
@@ -276,7 +278,7 @@ def build_sequences(
             pa.array(chunk_id.astype(np.int32)),
             *(
                 pa.ListArray.from_arrays(list_offsets, pa.array(values))
-                for values in (packed.ids, np.ones(total, np.int8), packed.labels, packed.case, packed.index)
+                for values in (packed.ids, packed.labels, packed.case, packed.index)
             ),
         ],
         schema=SEQUENCE_SCHEMA,
@@ -1032,7 +1034,7 @@ def sequences_dataset(source, params, out, tokenizer_out, report, name: str, ear
             folder,
             "sequences",
             results,
-            schema="punct-sequences/2",
+            schema=SEQUENCES_SCHEMA_NAME,
             sequences=record,
             **manifest_entry(label_set),
             **protocol_entry(source),

@@ -208,14 +208,15 @@ class RowIndex:
 
 
 def index_rows(files, split: str = "train", lengths: bool = False) -> RowIndex:
-    """Index the ``split`` rows of ``files`` one row group at a time (lengths from ``attention_mask``)."""
+    """Index the ``split`` rows of ``files`` one row group at a time (lengths from ``labels``, one
+    per token in every version of the sequences' layout)."""
     files = [str(f) for f in files]
     groups, group, row, key, lang, length = [], [], [], [], [], []
     langs: dict[str, int] = {}
     offset = 0
     for f, file in enumerate(files):
         handle = reading.open_parquet(file)
-        columns = ["split", "lang"] + (["attention_mask"] if lengths else [])
+        columns = ["split", "lang"] + (["labels"] if lengths else [])
         missing = [c for c in columns if c not in handle.schema_arrow.names]
         if missing:
             raise errors.InputError(f"{file}: no column {', '.join(missing)}")
@@ -230,7 +231,7 @@ def index_rows(files, split: str = "train", lengths: bool = False) -> RowIndex:
                 codes = [langs.setdefault(x, len(langs)) for x in table["lang"].take(pa.array(keep)).to_pylist()]
                 lang.append(np.array(codes, dtype=np.int16))
                 if lengths:
-                    n = pc.list_value_length(table["attention_mask"].take(pa.array(keep)))
+                    n = pc.list_value_length(table["labels"].take(pa.array(keep)))
                     length.append(n.to_numpy(zero_copy_only=False).astype(np.int32))
             offset += table.num_rows
 

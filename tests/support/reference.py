@@ -100,7 +100,6 @@ def build_sequences_reference(
             rows["doc_id"].append(key[0])
             rows["chunk_id"].append(chunk_no if mode == "chunk" else seg_ids[first] * 1000 + chunk_no)
             rows["input_ids"].append(ids)
-            rows["attention_mask"].append([1] * len(ids))
             rows["labels"].append(labs)
             rows["case_labels"].append(case_labs)
             rows["word_index"].append(index)
