@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from pipeline.audit.stats import audit, sentence_lengths
 from pipeline.labels import LABELS, PAPERS
@@ -71,3 +72,43 @@ def test_words_coded_by_the_caller_audit_alike(tmp_path):
     given = AuditShard(tmp_path / "given", label_set=PAPERS)(TableShard(table, 0, 0, word_codes(table["words"])))
     assert own == given
     assert (tmp_path / "own/00000.bin").read_bytes() == (tmp_path / "given/00000.bin").read_bytes()
+
+
+@pytest.mark.parametrize("spanning", [False, True])
+def test_tallies_per_split_and_language_are_those_of_their_rows(tmp_path, spanning):
+    """Every (corpus, split, lang) tally of a shard, wildcards included, equals the tally of just
+    those rows: with each document in one split and language (the sentences found once over the
+    shard) and with a document whose rows fall into two splits (found per set of rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.audit.stats import AuditShard, TableShard, tally
+
+    rng = np.random.default_rng(11)
+    doc_ids, seg_ids, words, labels, splits, langs = [], [], [], [], [], []
+    for d in range(40):
+        split, lang = rng.choice(["train", "dev", "test"]), rng.choice(["en", "fr"])
+        for s in range(int(rng.integers(1, 5))):
+            n = int(rng.integers(0, 9))
+            doc_ids.append(f"d{d}")
+            seg_ids.append(s)
+            words.append([f"w{int(rng.integers(0, 30))}" for _ in range(n)])
+            labels.append([str(rng.choice(["O", "O", "O", "COMMA", "PERIOD", "QUESTION"])) for _ in range(n)])
+            splits.append(str(split) if not (spanning and d == 7 and s == 1) else "dev" if split != "dev" else "test")
+            langs.append(str(lang))
+    table = segments_table("c", "en", doc_ids, seg_ids, words, labels, vocabulary=LABELS)
+    table = table.set_column(table.schema.get_field_index("split"), "split", pa.array(splits))
+    table = table.set_column(table.schema.get_field_index("lang"), "lang", pa.array(langs))
+    (tallies,), _ = AuditShard(tmp_path, label_set=PAPERS)(TableShard(table, 0))
+    assert len(tallies) > 8
+    for (_corpus, split, lang), found in tallies.items():
+        keep = np.ones(table.num_rows, bool)
+        if split != "*":
+            keep &= pc.equal(table["split"], split).to_numpy(zero_copy_only=False)
+        if lang != "*":
+            keep &= pc.equal(table["lang"], lang).to_numpy(zero_copy_only=False)
+        expected = tally(table.filter(pa.array(keep)), PAPERS)
+        assert (found.words, found.segments, found.labels, found.case) == (
+            expected.words, expected.segments, expected.labels, expected.case
+        ), (split, lang)  # fmt: skip
+        assert found.sentences == expected.sentences and found.segment_lengths == expected.segment_lengths

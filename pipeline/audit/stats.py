@@ -289,6 +289,7 @@ class _Codes:
             return  # the counts and the tallies (``tallied``, by combinations) copied with the codes
         #: tallies made, by the combinations (numbers) they cover
         self.tallied: dict[tuple, Tally] = {}
+        self._by_combo: tuple | None = None  # see _sentences_by_combo
         n = len(self.combos)
         self.word_combo = np.repeat(self.row_combo, self.lengths) if n > 1 else None
         self.label_counts = _per_combo(self.word_combo, self.labels, n, len(self.label_set.labels))
@@ -303,21 +304,44 @@ class _Codes:
 
     def tally(self, members: list[int]) -> Tally:
         """The tally of the rows of the combinations ``members``, as over those rows alone."""
-        if len(members) < len(self.combos):
-            rows = np.isin(self.row_combo, members)
-            words = np.repeat(rows, self.lengths)
-            is_end, lengths, n_words = self.is_end[words], self.lengths[rows], int(np.count_nonzero(words))
+        if len(members) == len(self.combos):
+            lengths, n_words = self.lengths, len(self.labels)
+            sentences = self._sentences(slice(None), self.is_end, self.lengths)
         else:
-            rows, is_end, lengths, n_words = slice(None), self.is_end, self.lengths, len(self.labels)
+            rows = np.isin(self.row_combo, members)
+            lengths = self.lengths[rows]
+            by_combo = self._sentences_by_combo()
+            if by_combo is not None:
+                sentence_lengths, end_combo = by_combo
+                sentences, n_words = sentence_lengths[np.isin(end_combo, members)], int(lengths.sum())
+            else:
+                words = np.repeat(rows, self.lengths)
+                n_words = int(np.count_nonzero(words))
+                sentences = self._sentences(rows, self.is_end[words], lengths)
         return Tally(
             words=n_words,
             segments=len(lengths),
             labels=_summed(self.label_counts, members, self.label_set.labels),
             case=_summed(self.case_counts, members, CASE_LABELS),
-            sentences=_histogram(self._sentences(rows, is_end, lengths)),
+            sentences=_histogram(sentences),
             segment_lengths=_histogram(lengths),
             label_set=self.label_set,
         )
+
+    def _sentences_by_combo(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The sentence lengths of all the rows, with the combination of the row each ends in;
+        None where a document's rows fall into several combinations.  Otherwise the rows of some
+        combinations hold whole documents, whose sentences are those found over all the rows: one
+        pass serves every combination's tally, where each took a pass over its own words."""
+        if self._by_combo is None:
+            doc, combo = self.doc_number, self.row_combo
+            if not bool(((combo[1:] == combo[:-1]) | (doc[1:] != doc[:-1])).all()):
+                self._by_combo = ()
+            else:
+                sentences = self._sentences(slice(None), self.is_end, self.lengths)
+                word_combo = self.word_combo if self.word_combo is not None else np.zeros(len(self.labels), np.int64)
+                self._by_combo = (sentences, word_combo[np.flatnonzero(self.is_end)])
+        return self._by_combo or None
 
     def _sentences(self, rows, is_end, lengths) -> np.ndarray:
         """:func:`sentence_lengths` of the selected rows (``is_end``: whether each of their words
@@ -347,11 +371,12 @@ def document_keys(table: pa.Table, corpus=None) -> pa.Array:
 def _per_combo(combo: np.ndarray | None, codes: np.ndarray, n_combos: int, n_codes: int) -> np.ndarray:
     """Counts of each code per combination: an (n_combos, n_codes) array (codes < 0 not counted;
     ``combo`` None: every word is of the one combination)."""
-    known = codes >= 0
+    # codes are -1 at the least: shifted by one, the uncounted fall in a column of their own, left
+    # out after (no mask to build and apply to every word)
     if combo is None:
-        return np.bincount(codes[known], minlength=n_codes).reshape(1, n_codes)
-    flat = np.bincount(combo[known] * n_codes + codes[known], minlength=n_combos * n_codes)
-    return flat.reshape(n_combos, n_codes)
+        return np.bincount(codes + 1, minlength=n_codes + 1)[1:].reshape(1, n_codes)
+    flat = np.bincount(combo * (n_codes + 1) + codes + 1, minlength=n_combos * (n_codes + 1))
+    return flat.reshape(n_combos, n_codes + 1)[:, 1:]
 
 
 def _first_seen(column) -> tuple[np.ndarray, list[str]]:
