@@ -37,10 +37,12 @@ def _expected(shards):
 @pytest.mark.parametrize("range_target", [7, 500, hashsets.RANGE_TARGET])
 @pytest.mark.parametrize("engine", ["inline", "local"])
 @pytest.mark.parametrize("where", ["folder", "url"])
-def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, engine, where):
+@pytest.mark.parametrize("per_task", [1, 4])
+def test_overlaps_are_exact_for_any_ranges(tmp_path, monkeypatch, range_target, engine, where, per_task):
     """On a URL, a range reads the buckets its shard's header locates (ranges inside buckets
-    with a small target)."""
+    with a small target); a task reading several ranges' records at once counts each alike."""
     monkeypatch.setattr(hashsets, "RANGE_TARGET", range_target)
+    monkeypatch.setattr(hashsets, "RANGES_PER_TASK", per_task)
     folder = tmp_path
     if where == "url":
         from support.objstore import register

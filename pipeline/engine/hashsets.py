@@ -38,6 +38,11 @@ from pipeline.schema import flat_dictionary
 #: hashes per reduce range: about 60 bytes each while a range is reduced (15 MB), so the reduce
 #: stays well under a shard's own footprint at any corpus size
 RANGE_TARGET = 250_000
+#: consecutive ranges a reduce task takes together, reading each shard's records for all of them
+#: at once (then reducing them one by one, with their records held: a few tens of MB): a file
+#: opened and read per shard and range was a third of a range's time, as each shard holds a few
+#: kilobytes of a range; fewer where the tasks would not keep every worker busy
+RANGES_PER_TASK = 8
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -233,31 +238,38 @@ def write_groups(folder: str | Path, shard: int, groups: dict[tuple, tuple[np.nd
     return len(records)
 
 
-def _shard_slice(path: str, lo: int, hi: int, url: bool) -> bytes:
-    """The records of the shard file ``path`` in the header's buckets that hold hashes in
-    [lo, hi) (the first and last may hold some beyond it); nothing if there is no file."""
-    first, last = lo >> _SHIFT, (hi - 1) >> _SHIFT
-    at, size, width = first * _OFFSET.itemsize, (last - first + 2) * _OFFSET.itemsize, _OFFSET.itemsize
+def _shard_slices(path: str, bounds: list[tuple[int, int]], url: bool) -> list:
+    """For each hash range [lo, hi) of ``bounds`` (consecutive, increasing), the records of the
+    shard file ``path`` in the header's buckets that hold its hashes (the first and last may hold
+    some beyond it): one read of the header's part and one of the records, for all the ranges;
+    nothing if there is no file."""
+    first, last = bounds[0][0] >> _SHIFT, (bounds[-1][1] - 1) >> _SHIFT
+    at, size = first * _OFFSET.itemsize, (last - first + 2) * _OFFSET.itemsize
     if url:
         fs, inner = location.url_fs(path)
         try:
-            head = fs.cat_file(inner, at, at + size)
+            head = np.frombuffer(fs.cat_file(inner, at, at + size), _OFFSET).tolist()
         except FileNotFoundError:
-            return b""
-        start, stop = int.from_bytes(head[:width], "little"), int.from_bytes(head[-width:], "little")
-        if stop <= start:
-            return b""
-        return fs.cat_file(inner, HEADER + start * RECORD.itemsize, HEADER + stop * RECORD.itemsize)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return b""
-    try:
-        head = os.pread(fd, size, at)
-        start, stop = int.from_bytes(head[:width], "little"), int.from_bytes(head[-width:], "little")
-        return os.pread(fd, (stop - start) * RECORD.itemsize, HEADER + start * RECORD.itemsize) if stop > start else b""
-    finally:
-        os.close(fd)
+            return [b""] * len(bounds)
+        start, stop = head[0], head[-1]
+        data = fs.cat_file(inner, HEADER + start * RECORD.itemsize, HEADER + stop * RECORD.itemsize)
+    else:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return [b""] * len(bounds)
+        try:
+            head = np.frombuffer(os.pread(fd, size, at), _OFFSET).tolist()  # Python ints: a few looked up
+            start, stop = head[0], head[-1]
+            data = os.pread(fd, (stop - start) * RECORD.itemsize, HEADER + start * RECORD.itemsize)
+        finally:
+            os.close(fd)
+    view, size = memoryview(data), RECORD.itemsize
+    # each range's buckets: where their records begin and end in ``data``
+    return [
+        view[(head[(lo >> _SHIFT) - first] - start) * size : (head[((hi - 1) >> _SHIFT) - first + 1] - start) * size]
+        for lo, hi in bounds
+    ]
 
 
 def ranges(total_hashes: int) -> list[tuple[int, int]]:
@@ -293,7 +305,8 @@ class Overlap:
 
 
 class ReduceRange:
-    """Picklable reduce task: hash range -> {family: Overlap}, plus the hashes that satisfy ``collect``.
+    """Picklable reduce task: consecutive hash ranges -> for each, {family: Overlap} and the hashes
+    that satisfy ``collect``.
 
     ``families``: family name -> list of members, each a group key or a list of group keys (the
     member is their union: a hash is in it if it is in any of them, its occurrences summed); a
@@ -306,15 +319,18 @@ class ReduceRange:
         self.collect = collect or {}
         self.paths = [str(location.join(folder, f"{shard:05d}.bin")) for shard in shards]
 
-    def __call__(self, bounds: tuple[int, int]) -> tuple[dict[str, Overlap], dict[str, np.ndarray]]:
-        lo, hi = bounds
+    def __call__(self, group: tuple[tuple[int, int], ...]) -> list[tuple[dict[str, Overlap], dict[str, np.ndarray]]]:
+        """Each range of ``group`` (consecutive ranges) reduced, its shards' records read together."""
         names = list(self.families)
         wanted = self._wanted(names)
+        if not len(wanted[0]):
+            return [({name: Overlap(Counter(), Counter()) for name in names}, {}) for _ in group]
+        records = self._records(list(group))
+        return [self._reduce(bounds, part, names, wanted) for bounds, part in zip(group, records)]
+
+    def _reduce(self, bounds, part: np.ndarray, names: list[str], wanted) -> tuple[dict[str, Overlap], dict]:
         out = {name: Overlap(Counter(), Counter()) for name in names}
         collected: dict[str, np.ndarray] = {}
-        if not len(wanted[0]):
-            return out, collected
-        part = self._records(lo, hi)
         if not len(part):
             return out, collected
         runs = _family_runs(part, bounds, *wanted, len(names))
@@ -346,14 +362,19 @@ class ReduceRange:
             np.array([m for _, _, m in wanted], np.int64),
         )
 
-    def _records(self, lo: int, hi: int) -> np.ndarray:
-        """Every shard's records with a hash in [lo, hi), shard after shard."""
+    def _records(self, group: list[tuple[int, int]]) -> list[np.ndarray]:
+        """For each range [lo, hi) of ``group``, every shard's records with a hash in it, shard
+        after shard."""
         url = location.is_url(self.folder)
-        records = np.frombuffer(b"".join([_shard_slice(path, lo, hi, url) for path in self.paths]), RECORD)
-        if (lo | hi) & ((1 << _SHIFT) - 1):  # bounds inside buckets: their hashes beyond the range out
-            hashes = records["hash"]
-            records = records[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi - 1))]
-        return records
+        slices = [_shard_slices(path, group, url) for path in self.paths]
+        out = []
+        for k, (lo, hi) in enumerate(group):
+            records = np.frombuffer(b"".join([shard[k] for shard in slices]), RECORD)
+            if (lo | hi) & ((1 << _SHIFT) - 1):  # bounds inside buckets: their hashes beyond the range out
+                hashes = records["hash"]
+                records = records[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi - 1))]
+            out.append(records)
+        return out
 
 
 def _family_runs(
@@ -500,9 +521,13 @@ def reduce(
     task = ReduceRange(folder, shards, families, collect)
     overlaps: dict[str, Overlap] = {family: Overlap(Counter(), Counter()) for family in families}
     collected: dict[str, list] = {}
-    for part, hashes in runner.each(task, ranges(total_hashes), label):
-        for family, overlap in part.items():
-            overlaps[family].add(overlap)
-        for family, values in hashes.items():
-            collected.setdefault(family, []).append(values)
+    bounds = ranges(total_hashes)
+    per_task = max(1, min(RANGES_PER_TASK, len(bounds) // (4 * max(1, runner.workers))))
+    groups = [tuple(bounds[i : i + per_task]) for i in range(0, len(bounds), per_task)]
+    for results in runner.each(task, groups, label):
+        for part, hashes in results:
+            for family, overlap in part.items():
+                overlaps[family].add(overlap)
+            for family, values in hashes.items():
+                collected.setdefault(family, []).append(values)
     return overlaps, {f: np.sort(np.concatenate(v)) for f, v in collected.items()}
