@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -39,10 +40,10 @@ from pipeline.schema import flat_dictionary
 #: stays well under a shard's own footprint at any corpus size
 RANGE_TARGET = 250_000
 #: consecutive ranges a reduce task takes together, reading each shard's records for all of them
-#: at once (then reducing them one by one, with their records held: a few tens of MB): a file
-#: opened and read per shard and range was a third of a range's time, as each shard holds a few
-#: kilobytes of a range; fewer where the tasks would not keep every worker busy
-RANGES_PER_TASK = 8
+#: at once, then reducing them one by one: a file opened and read per shard and range was a third
+#: of a range's time, as each shard holds a few kilobytes of a range.  The same number at every
+#: corpus size, so that a task's memory (its ranges' records read, one range's arrays) does not grow
+RANGES_PER_TASK = 4
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -325,8 +326,7 @@ class ReduceRange:
         wanted = self._wanted(names)
         if not len(wanted[0]):
             return [({name: Overlap(Counter(), Counter()) for name in names}, {}) for _ in group]
-        records = self._records(list(group))
-        return [self._reduce(bounds, part, names, wanted) for bounds, part in zip(group, records)]
+        return [self._reduce(bounds, part, names, wanted) for bounds, part in zip(group, self._records(list(group)))]
 
     def _reduce(self, bounds, part: np.ndarray, names: list[str], wanted) -> tuple[dict[str, Overlap], dict]:
         out = {name: Overlap(Counter(), Counter()) for name in names}
@@ -362,19 +362,17 @@ class ReduceRange:
             np.array([m for _, _, m in wanted], np.int64),
         )
 
-    def _records(self, group: list[tuple[int, int]]) -> list[np.ndarray]:
-        """For each range [lo, hi) of ``group``, every shard's records with a hash in it, shard
-        after shard."""
+    def _records(self, group: list[tuple[int, int]]) -> Iterator[np.ndarray]:
+        """For each range [lo, hi) of ``group`` in turn, every shard's records with a hash in it,
+        shard after shard (a range's array made when it is reduced)."""
         url = location.is_url(self.folder)
         slices = [_shard_slices(path, group, url) for path in self.paths]
-        out = []
         for k, (lo, hi) in enumerate(group):
             records = np.frombuffer(b"".join([shard[k] for shard in slices]), RECORD)
             if (lo | hi) & ((1 << _SHIFT) - 1):  # bounds inside buckets: their hashes beyond the range out
                 hashes = records["hash"]
                 records = records[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi - 1))]
-            out.append(records)
-        return out
+            yield records
 
 
 def _family_runs(
@@ -522,8 +520,7 @@ def reduce(
     overlaps: dict[str, Overlap] = {family: Overlap(Counter(), Counter()) for family in families}
     collected: dict[str, list] = {}
     bounds = ranges(total_hashes)
-    per_task = max(1, min(RANGES_PER_TASK, len(bounds) // (4 * max(1, runner.workers))))
-    groups = [tuple(bounds[i : i + per_task]) for i in range(0, len(bounds), per_task)]
+    groups = [tuple(bounds[i : i + RANGES_PER_TASK]) for i in range(0, len(bounds), RANGES_PER_TASK)]
     for results in runner.each(task, groups, label):
         for part, hashes in results:
             for family, overlap in part.items():
