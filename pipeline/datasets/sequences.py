@@ -593,14 +593,22 @@ class RowSample(NamedTuple):
 
     def rows(self, first_row: int, n: int) -> np.ndarray:
         """Which of the ``n`` rows from row number ``first_row`` on are in the sample."""
-        from pipeline.engine.hashsets import mixed64
-
         if n <= 0:
             return np.zeros(0, bool)
+        kept = self._blocks(first_row, n)
+        return kept[(np.arange(first_row, first_row + n) // self.block_rows) - first_row // self.block_rows]
+
+    def reaches(self, first_row: int, n: int) -> bool:
+        """Whether any of the ``n`` rows from row number ``first_row`` on is in the sample."""
+        return n > 0 and bool(self._blocks(first_row, n).any())
+
+    def _blocks(self, first_row: int, n: int) -> np.ndarray:
+        """Whether each block that the rows reach is kept."""
+        from pipeline.engine.hashsets import mixed64
+
         first = first_row // self.block_rows
         blocks = np.arange(first, (first_row + n - 1) // self.block_rows + 1, dtype=np.uint64)
-        kept = mixed64(blocks, SAMPLE_SEED) < np.uint64(self.threshold)
-        return kept[(np.arange(first_row, first_row + n) // self.block_rows) - first]
+        return mixed64(blocks, SAMPLE_SEED) < np.uint64(self.threshold)
 
 
 class TrainWordCounts:
@@ -822,8 +830,11 @@ def count_train_words(
     from pipeline.engine.dataset import each_step
 
     step = TrainWordCounts(folder, lowercase, sample)
-    found = {r.index: r.payload for r in each_step(runner, step, shards, label="sequences: tokenizer words")}
-    counted = [s.index for s in shards if found[s.index] is not None]  # the shards the sample reached
+    # only the shards the sample reaches are sent (a task for each of the others cost its
+    # dispatch, to return at once)
+    reached = [s for s in shards if sample is None or sample.reaches(s.first_row, s.stop - s.start)]
+    found = {r.index: r.payload for r in each_step(runner, step, reached, label="sequences: tokenizer words")}
+    counted = [s.index for s in reached if found[s.index] is not None]
     written = [found[index] for index in counted]
     groups = combined_groups(counted, written, WORDS_PER_RANGE)
     files = [f"{index:05d}.arrow" for index in counted]
