@@ -110,10 +110,12 @@ class WordSlots:
         at = np.empty(len(hashes), np.intp)
         at[order] = np.minimum(np.searchsorted(self.hashes, hashes[order]), len(self.hashes) - 1)
         slots = np.where(self.hashes[at] == hashes, self.slots[at], -1)
-        hit = np.flatnonzero(slots >= 0)
-        if len(hit):
-            same = pc.equal(words.take(pa.array(hit)), self.words().take(pa.array(slots[hit])))
-            slots[hit[~same.to_numpy(zero_copy_only=False)]] = -1
+        hit = slots >= 0
+        if hit.any():
+            # each word against the word of its slot (most words are found: the words compared in
+            # place, only the slots' words gathered)
+            same = pc.equal(words, self.words().take(pa.array(np.where(hit, slots, 0))))
+            slots[hit & ~same.to_numpy(zero_copy_only=False)] = -1
         return slots, hashes
 
     def add(self, words: pa.Array, hashes: np.ndarray) -> np.ndarray:
