@@ -68,10 +68,15 @@ def statistics_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if not pa.types.is_nested(f.type)]
 
 
+def _leaf(field: pa.Field) -> str:
+    """A column's Parquet path (a list column's values: ``name.list.element``)."""
+    return f"{field.name}.list.element" if pa.types.is_list(field.type) else field.name
+
+
 def _integer_lists(schema: pa.Schema) -> dict[str, int]:
     """The Parquet path of each list column of 8-, 16- or 32-bit integers, with the values' width."""
     return {
-        f"{f.name}.list.element": f.type.value_type.bit_width
+        _leaf(f): f.type.value_type.bit_width
         for f in schema
         if pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type) and f.type.value_type.bit_width <= 32
     }
@@ -91,7 +96,7 @@ def parquet_options(schema: pa.Schema) -> dict:
     integer_lists = _integer_lists(schema)
     if integer_lists:
         # a per-column level leaves the others at zstd's default unless each is named
-        leaves = [f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name for f in schema]
+        leaves = [_leaf(f) for f in schema]
         options["use_dictionary"] = [leaf for leaf in leaves if leaf not in integer_lists]
         options["column_encoding"] = {
             leaf: "BYTE_STREAM_SPLIT" if bits == 32 else "DELTA_BINARY_PACKED" for leaf, bits in integer_lists.items()

@@ -251,6 +251,7 @@ class _Codes:
         self.seg_hashes = hashsets.list_hashes(table["words"], self.word_hashes[self.word_code])
         self.split_codes = _first_seen(pc.fill_null(table["split"], NO_SPLIT))
         self.lang_codes = _first_seen(table["lang"])
+        self._all_sentences: np.ndarray | None = None  # see _sentences_of_all (whatever the corpus names)
         self._combine(corpus)
 
     def renamed(self, corpus) -> _Codes:
@@ -305,8 +306,7 @@ class _Codes:
     def tally(self, members: list[int]) -> Tally:
         """The tally of the rows of the combinations ``members``, as over those rows alone."""
         if len(members) == len(self.combos):
-            lengths, n_words = self.lengths, len(self.labels)
-            sentences = self._sentences(slice(None), self.is_end, self.lengths)
+            lengths, n_words, sentences = self.lengths, len(self.labels), self._sentences_of_all()
         else:
             rows = np.isin(self.row_combo, members)
             lengths = self.lengths[rows]
@@ -333,15 +333,20 @@ class _Codes:
         None where a document's rows fall into several combinations.  Otherwise the rows of some
         combinations hold whole documents, whose sentences are those found over all the rows: one
         pass serves every combination's tally, where each took a pass over its own words."""
-        if self._by_combo is None:
+        if self._by_combo is None:  # asked with several combinations only: ``word_combo`` is made
             doc, combo = self.doc_number, self.row_combo
             if not bool(((combo[1:] == combo[:-1]) | (doc[1:] != doc[:-1])).all()):
                 self._by_combo = ()
             else:
-                sentences = self._sentences(slice(None), self.is_end, self.lengths)
-                word_combo = self.word_combo if self.word_combo is not None else np.zeros(len(self.labels), np.int64)
-                self._by_combo = (sentences, word_combo[np.flatnonzero(self.is_end)])
+                self._by_combo = (self._sentences_of_all(), self.word_combo[np.flatnonzero(self.is_end)])
         return self._by_combo or None
+
+    def _sentences_of_all(self) -> np.ndarray:
+        """:meth:`_sentences` of all the rows, found once (the whole shard's tally and the
+        combinations' tallies share them)."""
+        if self._all_sentences is None:
+            self._all_sentences = self._sentences(slice(None), self.is_end, self.lengths)
+        return self._all_sentences
 
     def _sentences(self, rows, is_end, lengths) -> np.ndarray:
         """:func:`sentence_lengths` of the selected rows (``is_end``: whether each of their words

@@ -265,10 +265,10 @@ def _shard_slices(path: str, bounds: list[tuple[int, int]], url: bool) -> list:
             data = os.pread(fd, (stop - start) * RECORD.itemsize, HEADER + start * RECORD.itemsize)
         finally:
             os.close(fd)
-    view, size = memoryview(data), RECORD.itemsize
+    view, width = memoryview(data), RECORD.itemsize
     # each range's buckets: where their records begin and end in ``data``
     return [
-        view[(head[(lo >> _SHIFT) - first] - start) * size : (head[((hi - 1) >> _SHIFT) - first + 1] - start) * size]
+        view[(head[(lo >> _SHIFT) - first] - start) * width : (head[((hi - 1) >> _SHIFT) - first + 1] - start) * width]
         for lo, hi in bounds
     ]
 
