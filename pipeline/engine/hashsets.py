@@ -65,17 +65,20 @@ def mixed64(values: np.ndarray, seed: int) -> np.ndarray:
         return _splitmix64(start + (values.astype(np.uint64) + np.uint64(1)) * _MIX)
 
 
-#: simple tabulation hashing (Zobrist; Patrascu and Thorup 2012) over a string's first
-#: TABULATED_BYTES bytes: a pseudo-random 64-bit word per (position, byte value), XORed over the
-#: string.  Computed with array operations over an Arrow string buffer, where xxh3 needed a Python
-#: call per string (a quarter of the audit's time); longer strings, rare among words and doc ids,
-#: get xxh3.  Distinct strings collide with probability 2^-64, as for xxh3.
-TABULATED_BYTES = 64
-_TABLE = _splitmix64(np.arange(1, TABULATED_BYTES * 256 + 1, dtype=np.uint64) * _MIX)
+#: the multiplier that makes a chunk's hash depend on where it lies in its string
+_PLACE = np.uint64(0xD6E8FEB86659FD93)
+_ALL_BITS = np.uint64(2**64 - 1)
 
 
 def string_array_hashes(strings: pa.Array) -> np.ndarray:
-    """A 64-bit hash of each string of an Arrow string array (nulls hash as the empty string)."""
+    """A 64-bit hash of each string of an Arrow string array (nulls hash as the empty string).
+
+    A string of L bytes is read as ceil(L / 8) little-endian 64-bit chunks, the last one
+    zero-padded; chunk k is mixed with the bytes left from it on (L - 8k) by splitmix64's
+    finalizer, the mixes are summed, and the sum is mixed with L.  Computed with array operations
+    over the Arrow buffers, a few per chunk, at any length (per-byte tabulation made one table
+    lookup per byte; xxh3 needed a Python call per string).  Distinct strings collide with
+    probability about 2^-64."""
     if isinstance(strings, pa.ChunkedArray):
         strings = strings.combine_chunks()
     n = len(strings)
@@ -88,27 +91,33 @@ def string_array_hashes(strings: pa.Array) -> np.ndarray:
     _, offsets_buffer, data_buffer = strings.buffers()
     width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
     offsets = np.frombuffer(offsets_buffer, width)[strings.offset : strings.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buffer or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
-    starts = offsets[:-1] - offsets[0]
+    first_byte = int(offsets[0])
+    offsets -= first_byte
     lengths = np.diff(offsets)
+    size = int(offsets[-1])
+    # the bytes with eight zeros after them, read as a 64-bit word at any byte: no read leaves the buffer
+    padded = np.zeros(size + 8, np.uint8)
+    if size:
+        padded[:size] = np.frombuffer(data_buffer, np.uint8, count=size, offset=first_byte)
+    word_at = np.ndarray((size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    chunks = (lengths + 7) >> 3
+    ends = np.cumsum(chunks)
+    firsts = ends - chunks
+    at = np.arange(int(ends[-1]), dtype=np.int64) << 3
+    # per chunk, from one repeat: its string's start and length, each less its chunks before it
+    per_string = np.repeat(np.stack([offsets[:-1] - (firsts << 3), lengths + (firsts << 3)], 1), chunks, axis=0)
+    values = word_at[per_string[:, 0] + at]
+    left = per_string[:, 1] - at  # the string's bytes from the chunk's start on
+    values &= _ALL_BITS >> (np.maximum(8 - left, 0).astype(np.uint64) << np.uint64(3))
     out = np.zeros(n, dtype=np.uint64)
-    nonempty = lengths > 0
-    if len(data):
-        # each byte's position in its string: a running sum of ones, set back at each string's start
-        first = starts[nonempty]
-        step = np.ones(len(data), np.int32)
-        step[first[1:]] = 1 - lengths[nonempty][:-1]
-        step[0] = 0
-        index = np.cumsum(step, dtype=np.int32)
-        np.minimum(index, TABULATED_BYTES - 1, out=index)
-        index <<= 8
-        index |= data
-        out[nonempty] = np.bitwise_xor.reduceat(_TABLE[index], first)
     with np.errstate(over="ignore"):
-        out = _splitmix64(out ^ (lengths.astype(np.uint64) * _MIX))  # the empty string hashes too
-    for i in np.flatnonzero(lengths > TABULATED_BYTES).tolist():
-        out[i] = xxhash.xxh3_64_intdigest(data[starts[i] : starts[i] + lengths[i]].tobytes())
-    return out
+        values ^= left.astype(np.uint64) * _PLACE
+        sums = np.cumsum(_splitmix64(values), dtype=np.uint64)  # wraps: a sum modulo 2^64
+        nonempty = chunks > 0
+        out[nonempty] = sums[ends[nonempty] - 1]
+        later = nonempty & (firsts > 0)
+        out[later] -= sums[firsts[later] - 1]
+        return _splitmix64(out ^ (lengths.astype(np.uint64) * _MIX))  # the empty string hashes too
 
 
 class WordCodes(NamedTuple):
