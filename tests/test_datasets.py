@@ -105,9 +105,14 @@ def _assert_cut_80_10_10_in_hash_order(strata: dict[str, list[str]], got: dict[s
         assert [got[d] for d in order] == ["train"] * cut1 + ["dev"] * (cut2 - cut1) + ["test"] * (n - cut2)
 
 
-def test_stratified_split_exact_shares_per_stratum(shared, tmp_path):
-    """Gupta 2021: each stratum (the marks a line has) cut by the ratios in hash order."""
+@pytest.mark.parametrize("keys_per_task", [1, 64])
+def test_stratified_split_exact_shares_per_stratum(shared, tmp_path, monkeypatch, keys_per_task):
+    """Gupta 2021: each stratum (the marks a line has) cut by the ratios in hash order, whether the
+    cut points' pass reads the shards' keys one task a shard or several."""
+    from pipeline.datasets import split
     from pipeline.datasets.split import marks_of
+
+    monkeypatch.setattr(split, "KEYS_PER_TASK", keys_per_task)
 
     lines = get_reader("text")(
         [shared / "indic/flores/hin_Deva.devtest"], lang="hi", corpus="h", doc_boundary="line", quoting="csv"

@@ -361,27 +361,34 @@ class _StratumHistogram:
         return StepResult(None, payload=out)
 
 
+#: shards whose saved keys one task of the cut points' pass reads: the pass keeps only the keys of a
+#: few buckets, so a task a shard spent most of its time on the task's own fixed costs
+KEYS_PER_TASK = 64
+
+
 class _BucketKeys:
-    """Pass 2 of stratified splits: from the scratch folder, the keys in the buckets where cut points fall."""
+    """Pass 2 of stratified splits: from the scratch folder, the keys in the buckets where cut
+    points fall, of a run of shards (:data:`KEYS_PER_TASK`)."""
 
     def __init__(self, folder, wanted: frozenset):
         self.folder, self.wanted = str(folder), wanted
 
-    def __call__(self, shard) -> StepResult:
+    def __call__(self, indices: tuple[int, ...]) -> dict[tuple[str, int], list]:
         found: dict[tuple[str, int], list] = {}
-        path = location.join(self.folder, f"{shard.index:05d}.arrow")
-        if location.exists(path):
+        wanted_buckets = sorted({b for _, b in self.wanted})
+        for index in indices:
+            path = location.join(self.folder, f"{index:05d}.arrow")
+            if not location.exists(path):  # a corpus with a fixed split: no keys
+                continue
             keys = reading.open_arrow_file(path).read_all()
-            buckets = keys["bucket"].to_numpy()
-            wanted_buckets = {b for _, b in self.wanted}
-            rows = np.flatnonzero(np.isin(buckets, list(wanted_buckets)))
+            rows = np.flatnonzero(np.isin(keys["bucket"].to_numpy(), wanted_buckets))
             if len(rows):
                 part = keys.take(pa.array(rows))
                 columns = ("hash", "doc", "corpus", "bucket", "marks")
                 for h, doc, corpus, bucket, marks in zip(*(part[c].to_pylist() for c in columns)):
                     if (where := (_MARK_STRATA[marks], bucket)) in self.wanted:
                         found.setdefault(where, []).append((h, doc, corpus))
-        return StepResult(None, payload=found)
+        return found
 
 
 def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: Path) -> Rule:
@@ -411,8 +418,10 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
             wanted.add((stratum, bucket))
         plans[stratum] = located
     keys: dict[tuple[str, int], list] = {}
-    for result in each_step(runner, _BucketKeys(keys_folder, frozenset(wanted)), shards, label="split: cut points"):
-        for where, found in result.payload.items():
+    indices = [shard.index for shard in shards]
+    runs = [tuple(indices[at : at + KEYS_PER_TASK]) for at in range(0, len(indices), KEYS_PER_TASK)]
+    for found_in_run in runner.each(_BucketKeys(keys_folder, frozenset(wanted)), runs, label="split: cut points"):
+        for where, found in found_in_run.items():
             keys.setdefault(where, []).extend(found)
     cuts = []
     for stratum, located in sorted(plans.items()):
