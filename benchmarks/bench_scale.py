@@ -17,7 +17,7 @@ ingested) over the stage's seconds.  The same run's baseline is the Parquet I/O 
 (``floor read``) and read and written again (``floor copy``) by the same engine and workers, with
 nothing else done ("x floor": a stage's seconds over the copy's).  The sequences stage also gets a
 floor of its own: the columns it reads of its input (``floor sequences input``), and its output
-written (``floor sequences copy`` less ``floor sequences read``: its rows hold five token lists,
+written (``floor sequences copy`` less ``floor sequences read``: its rows hold four token lists,
 which the copy floor's segments do not), with the tokenizer's training.
 
 Targets, all relative to the same run: each stage's seconds at the largest size within its
@@ -243,7 +243,7 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool,
 #: the floors measured: kind -> (the dataset of the stage folder, written too, only the columns
 #: that the sequences stage reads).  ``read`` and ``copy`` of split's output (what oversample reads
 #: and rewrites) are every stage's baseline.  The sequences stage's own floor: its input read (the
-#: columns it reads of the oversampled rows), and its output written (five token lists a row,
+#: columns it reads of the oversampled rows), and its output written (four token lists a row,
 #: which the segments do not have): ``sequences copy`` less ``sequences read``
 SEQUENCES_INPUT, SEQUENCES_READ, SEQUENCES_COPY = "sequences input", "sequences read", "sequences copy"
 FLOORS = {

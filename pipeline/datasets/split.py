@@ -44,7 +44,7 @@ from pipeline.engine.dataset import (
     run_step,
     scan_datasets,
 )
-from pipeline.engine.executor import executor
+from pipeline.engine.executor import executor, runs_of
 from pipeline.engine.step import Counts, StepResult
 from pipeline.errors import InputError
 from pipeline.labels import LABELS, SENTENCE_END_IDS, LabelSet
@@ -418,8 +418,7 @@ def _stratified_rule(runner, shards, inputs, params: SplitParams, keys_folder: P
             wanted.add((stratum, bucket))
         plans[stratum] = located
     keys: dict[tuple[str, int], list] = {}
-    indices = [shard.index for shard in shards]
-    runs = [tuple(indices[at : at + KEYS_PER_TASK]) for at in range(0, len(indices), KEYS_PER_TASK)]
+    runs = runs_of([shard.index for shard in shards], KEYS_PER_TASK)
     for found_in_run in runner.each(_BucketKeys(keys_folder, frozenset(wanted)), runs, label="split: cut points"):
         for where, found in found_in_run.items():
             keys.setdefault(where, []).extend(found)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from pipeline import errors
 from pipeline.engine import location, reading, writing
-from pipeline.engine.executor import Executor, record_timing
+from pipeline.engine.executor import Executor, record_timing, runs_of
 from pipeline.engine.step import Counts, StepResult, total
 from pipeline.errors import ParamsError
 from pipeline.schema import SEGMENT_SCHEMA, as_dictionaries, dictionary_columns
@@ -86,7 +86,7 @@ def scan_datasets(
     files = [(source, str(file)) for source, (_, parts) in enumerate(listed) for file in parts]
     runner = runner or Executor()
     per_task = max(1, -(-len(files) // (4 * max(1, runner.workers))))  # a few tasks per worker
-    tasks = [tuple(file for _, file in files[i : i + per_task]) for i in range(0, len(files), per_task)]
+    tasks = runs_of([file for _, file in files], per_task)
     step = _FileCuts(rows_per_shard, tuple(one_values))
     began = time.perf_counter()
     found = [facts for task in runner.imap(step, tasks) for facts in task]

@@ -119,6 +119,12 @@ def _watch_memory() -> None:
     atexit.register(record)
 
 
+def runs_of(items: list[T], size: int) -> list[tuple[T, ...]]:
+    """``items`` cut into runs of ``size`` consecutive ones (the last may be shorter): the items of
+    one task, where a task an item would spend its time on a task's fixed costs."""
+    return [tuple(items[at : at + size]) for at in range(0, len(items), size)]
+
+
 def cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

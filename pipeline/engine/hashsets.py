@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from pipeline.engine import location, writing
+from pipeline.engine.executor import runs_of
 from pipeline.schema import flat_dictionary
 
 #: hashes per reduce range: about 60 bytes each while a range is reduced (15 MB), so the reduce
@@ -528,9 +529,7 @@ def reduce(
     task = ReduceRange(folder, shards, families, collect)
     overlaps: dict[str, Overlap] = {family: Overlap(Counter(), Counter()) for family in families}
     collected: dict[str, list] = {}
-    bounds = ranges(total_hashes)
-    groups = [tuple(bounds[i : i + RANGES_PER_TASK]) for i in range(0, len(bounds), RANGES_PER_TASK)]
-    for results in runner.each(task, groups, label):
+    for results in runner.each(task, runs_of(ranges(total_hashes), RANGES_PER_TASK), label):
         for part, hashes in results:
             for family, overlap in part.items():
                 overlaps[family].add(overlap)
