@@ -118,10 +118,12 @@ def test_hashes_sharing_their_top_bits_are_told_apart():
 
 
 @pytest.mark.parametrize("range_target", [7, hashsets.RANGE_TARGET])
-def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, range_target):
+@pytest.mark.parametrize("own_families", [("a",), ("a", "b")])
+def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, range_target, own_families):
     """A family member may be a list of groups (the sequences report's pooled view, from its
     per-corpus groups), and a group may be in several families: the same overlaps and collected
-    hashes as the union written as one group."""
+    hashes as the union written as one group.  Where every corpus's groups are a family of their
+    own, the union is formed from their runs, not from its records read again."""
     monkeypatch.setattr(hashsets, "RANGE_TARGET", range_target)
     splits = ("train", "dev", "test")
     corpora = {"a": _shards(2, 4), "b": _shards(3, 4)}
@@ -137,9 +139,10 @@ def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, r
         written += hashsets.write_groups(tmp_path / "corpora", index, groups)
         pooled_written += hashsets.write_groups(tmp_path / "pooled", index, pooled)
     families = {
-        "a": [("word", "a", s) for s in splits],
+        **{corpus: [("word", corpus, s) for s in splits] for corpus in own_families},
         "pooled": [[("word", "a", s), ("word", "b", s)] for s in splits],
     }
+    assert list(hashsets._union_plans(families)) == ([len(own_families)] if len(own_families) == 2 else [])
     with executor("local", 2) as runner:
         union, union_collected = hashsets.reduce(
             runner, tmp_path / "corpora", list(range(4)), families, 2 * written, collect={"pooled": 0}
@@ -148,12 +151,25 @@ def test_a_member_made_of_several_groups_is_their_union(tmp_path, monkeypatch, r
             runner, tmp_path / "pooled", list(range(4)), {"pooled": [("word", s) for s in splits]},
             pooled_written, collect={"pooled": 0},
         )  # fmt: skip
-    masks, occurrences, _ = _expected(corpora["a"])
-    assert union["a"].masks == masks and union["a"].occurrences == occurrences
+    for corpus in own_families:
+        masks, occurrences, _ = _expected(corpora[corpus])
+        assert union[corpus].masks == masks and union[corpus].occurrences == occurrences
     assert union["pooled"].masks == direct["pooled"].masks
     assert union["pooled"].occurrences == direct["pooled"].occurrences
     assert union["pooled"].occurrences.total() > union["a"].occurrences.total()
     assert union_collected["pooled"].tolist() == direct_collected["pooled"].tolist()
+
+
+def test_a_union_is_formed_from_runs_only_where_its_groups_map_one_to_one():
+    """A union family is formed from other families' runs only where each of its groups is a
+    member, alone, of one plain family whose members it all holds, each in one member: otherwise its
+    records are read for it (a record counted in two members, or a base family's record in none)."""
+    a, b = ("w", "a", "train"), ("w", "a", "test")
+    assert list(hashsets._union_plans({"a": [a, b], "u": [[a], [b]]})) == [1]
+    assert hashsets._union_plans({"a": [a, b], "u": [[a, b]]})[1][1].tolist() == [[0, 0], [-1, -1]]
+    assert hashsets._union_plans({"a": [a, b], "u": [[a], [a, b]]}) == {}  # a in two members
+    assert hashsets._union_plans({"a": [a, b], "u": [[a]]}) == {}  # b's records in no member
+    assert hashsets._union_plans({"a": [a, b], "c": [a], "u": [[a], [b]]}) == {}  # a alone in two families
 
 
 def test_ranges_cover_the_hash_space_without_gaps():

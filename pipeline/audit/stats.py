@@ -554,8 +554,8 @@ class ViewsAudit:
                         ]
                     else:
                         families[(kind, v, corpus)] = [(kind, v, corpus, s, l) for s, l in pairs]
-        # a range's work is its records once per family they are in: the written ones, and again for
-        # each derived view
+        # a range holds its records once per family they are in: the written ones, and for each
+        # derived view the arrays its runs are formed in (from the base view's runs)
         overlaps, _ = hashsets.reduce(
             runner,
             self.folder,

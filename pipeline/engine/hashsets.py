@@ -325,10 +325,12 @@ class ReduceRange:
     ``collect``: family name -> (required bit, forbidden-if-alone bit): hashes with the first bit and
     any other bit are returned (train segments also in dev or test)."""
 
-    def __init__(self, folder, shards: list[int], families: dict[str, list[tuple]], collect=None):
+    def __init__(self, folder, shards: list[int], families: dict[str, list[tuple]], collect=None, unions=True):
         self.folder, self.shards, self.families = str(folder), shards, families
         self.collect = collect or {}
         self.paths = [str(location.join(folder, f"{shard:05d}.bin")) for shard in shards]
+        #: the families made from other families' runs (:func:`_union_plans`; ``unions`` False: none)
+        self.unions = _union_plans(families) if unions else {}
 
     def __call__(self, group: tuple[tuple[int, int], ...]) -> list[tuple[dict[str, Overlap], dict[str, np.ndarray]]]:
         """Each range of ``group`` (consecutive ranges) reduced, its shards' records read together."""
@@ -350,12 +352,22 @@ class ReduceRange:
         hashes, counts, member, starts, run_family = runs
         masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
         _tally(out, names, run_family, masks, starts, member, counts)
+        self._collect(collected, names, run_family, masks, hashes[starts])
+        for f, (bases, table) in self.unions.items():
+            union = _union_runs(f, bases, table, counts, member, starts, run_family, hashes)
+            if union is not None:
+                u_family, u_masks, u_starts, u_member, u_counts, u_hashes = union
+                _tally(out, names, u_family, u_masks, u_starts, u_member, u_counts)
+                self._collect(collected, names, u_family, u_masks, u_hashes)
+        return out, collected
+
+    def _collect(self, collected: dict, names: list[str], run_family, masks, run_hashes) -> None:
+        """The hashes of the runs that ``collect`` asks for (runs of several families at once)."""
         for name, bit in self.collect.items():
             in_family = run_family == names.index(name)
             if in_family.any():
                 chosen = in_family & (masks >> bit & 1).astype(bool) & (masks != (1 << bit))
-                collected[name] = hashes[starts[chosen]]
-        return out, collected
+                collected[name] = run_hashes[chosen]
 
     def _wanted(self, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The members' key ids, sorted, with the family and member of each (a key id appears once
@@ -363,6 +375,7 @@ class ReduceRange:
         wanted = sorted(
             (key_id(tuple(key)), f, m)
             for f, name in enumerate(names)
+            if f not in self.unions  # made from their groups' own families' runs
             for m, member in enumerate(self.families[name])
             for key in (member if isinstance(member, list) else [member])
         )
@@ -383,6 +396,72 @@ class ReduceRange:
                 hashes = records["hash"]
                 records = records[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi - 1))]
             yield records
+
+
+def _union_plans(families: dict[str, list]) -> dict[int, tuple[list[int], np.ndarray]]:
+    """The families whose members are unions of other families' members (the sequences report's
+    pooled view: a (split, lang) member is that pair's group of every corpus, and each corpus's
+    groups are a family of their own).  Such a family is formed from those families' runs: their
+    runs of one hash are its run, their members its member's.  Its records are then neither read
+    twice nor sorted again with the others (half of the audit's reduce was the pooled view's).
+
+    A family qualifies when each of its groups is a member, alone, of exactly one family that
+    has no unions itself, and the members of those families are all in it, each in one member.
+    Returns, by family number: the numbers of those families, and a table (family, member) -> its
+    member (-1: none)."""
+    names = list(families)
+    plain = [all(not isinstance(m, list) for m in families[name]) for name in names]
+    alone: dict[tuple, list[tuple[int, int]]] = {}  # a group key -> where it is a member alone
+    for f, name in enumerate(names):
+        for m, member in enumerate(families[name]):
+            if plain[f]:
+                alone.setdefault(tuple(member), []).append((f, m))
+    plans = {}
+    for f, name in enumerate(names):
+        if plain[f]:
+            continue
+        mapping: dict[tuple[int, int], int] = {}
+        for u, member in enumerate(families[name]):
+            for key in member if isinstance(member, list) else [member]:
+                places = alone.get(tuple(key), [])
+                if len(places) != 1 or places[0] in mapping:
+                    break
+                mapping[places[0]] = u
+            else:
+                continue
+            break
+        else:
+            bases = sorted({b for b, _ in mapping})
+            if bases and all((b, m) in mapping for b in bases for m in range(len(families[names[b]]))):
+                table = np.full((len(names), max(len(families[names[b]]) for b in bases)), -1, np.int64)
+                for (b, m), u in mapping.items():
+                    table[b, m] = u
+                plans[f] = (bases, table)
+    return plans
+
+
+def _union_runs(f: int, bases: list[int], table: np.ndarray, counts, member, starts, run_family, hashes):
+    """Family ``f``'s runs, formed from its ``bases``' runs (:func:`_union_plans`): those runs
+    ordered by hash (a stable sort of runs already sorted by hash within each family), each
+    hash's runs made one.  Returns, as :func:`_tally` takes them, its runs' family, masks and
+    starts, its records' members and counts, and its runs' hashes; None where the bases have no
+    run."""
+    run_end = np.r_[starts[1:], len(member)]
+    chosen = np.flatnonzero(np.isin(run_family, bases))
+    if not len(chosen):
+        return None
+    run_hashes = hashes[starts[chosen]]
+    order = np.argsort(run_hashes, kind="stable")
+    chosen, run_hashes = chosen[order], run_hashes[order]
+    lengths = run_end[chosen] - starts[chosen]
+    before = np.cumsum(lengths) - lengths  # where each run's records begin in the union's order
+    records = np.repeat(starts[chosen] - before, lengths) + np.arange(int(lengths.sum()))
+    u_member = table[np.repeat(run_family[chosen], lengths), member[records]]
+    new_hash = np.r_[True, run_hashes[1:] != run_hashes[:-1]]
+    u_starts = before[new_hash]
+    u_masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), u_member), u_starts)
+    u_family = np.full(len(u_starts), f, np.int64)
+    return u_family, u_masks, u_starts, u_member, counts[records], run_hashes[new_hash]
 
 
 def _family_runs(
