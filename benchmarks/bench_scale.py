@@ -18,7 +18,9 @@ ingested) over the stage's seconds.  The same run's baseline is the Parquet I/O 
 nothing else done ("x floor": a stage's seconds over the copy's).  The sequences stage also gets a
 floor of its own: the columns it reads of its input (``floor sequences input``), and its output
 written (``floor sequences copy`` less ``floor sequences read``: its rows hold four token lists,
-which the copy floor's segments do not), with the tokenizer's training.
+which the copy floor's segments do not), with the tokenizer's training.  So does the oversample
+stage: its input read twice (``floor read``: its counts pass and its written pass), and its output
+written (``floor oversample copy`` less ``floor oversample read``: the copies add rows).
 
 Targets, all relative to the same run: each stage's seconds at the largest size within its
 multiple of the copy floor (``FLOOR_TARGETS``); each stage's peak RSS at the largest size within
@@ -242,13 +244,19 @@ def io_floor(dataset: str, out: str, workers: int, shard_rows: int, write: bool,
 
 #: the floors measured: kind -> (the dataset of the stage folder, written too, only the columns
 #: that the sequences stage reads).  ``read`` and ``copy`` of split's output (what oversample reads
-#: and rewrites) are every stage's baseline.  The sequences stage's own floor: its input read (the
-#: columns it reads of the oversampled rows), and its output written (four token lists a row,
-#: which the segments do not have): ``sequences copy`` less ``sequences read``
+#: and rewrites) are every stage's baseline.  The oversample stage's own floor: its input read
+#: twice (``read``: its counts pass and its written pass each read every column), and its output
+#: written (the copies make it more rows than its input): ``oversample copy`` less ``oversample
+#: read``.  The sequences stage's own floor: its input read (the columns it reads of the
+#: oversampled rows), and its output written (four token lists a row, which the segments do not
+#: have): ``sequences copy`` less ``sequences read``
+OVERSAMPLE_READ, OVERSAMPLE_COPY = "oversample read", "oversample copy"
 SEQUENCES_INPUT, SEQUENCES_READ, SEQUENCES_COPY = "sequences input", "sequences read", "sequences copy"
 FLOORS = {
     "read": ("split", False, False),
     "copy": ("split", True, False),
+    OVERSAMPLE_READ: ("oversampled", False, False),
+    OVERSAMPLE_COPY: ("oversampled", True, False),
     SEQUENCES_INPUT: ("oversampled", False, True),
     SEQUENCES_READ: ("sequences", False, False),
     SEQUENCES_COPY: ("sequences", True, False),
@@ -449,8 +457,36 @@ def checks(results: list[dict]) -> list[str]:
             f"info sequences  tokenize + pack pass alone: {packing[0] / copy:.2f}x the copy floor at"
             f" {top['target_words']:,} words (the stage also counts words and trains the tokenizer)"
         )
+    lines.extend(oversample_floor(top))
     lines.extend(sequences_floor(top))
     return lines
+
+
+#: the oversample stage's passes that move the copies from their sentences' shards to their documents'
+EXCHANGE_PASSES = ("oversample: copies", "oversample: gather")
+
+
+def oversample_floor(top: dict) -> list[str]:
+    """The oversample stage against its own floor: its input read by its counts pass and again by
+    its written pass, and its output written (more rows than its input: the copies); and what the
+    target leaves for the rest of the stage's work."""
+    floors = top["io_floor"]
+    if not all(kind in floors for kind in ("read", OVERSAMPLE_READ, OVERSAMPLE_COPY)):
+        return []
+    copy = floors["copy"]["seconds"]
+    read = floors["read"]["pass_seconds"]
+    written = max(floors[OVERSAMPLE_COPY]["pass_seconds"] - floors[OVERSAMPLE_READ]["pass_seconds"], 0.0)
+    least = 2 * read + written
+    left = FLOOR_TARGETS["oversample"] * copy - least
+    passes = top["stages"]["oversample"].get("passes", {})
+    exchange = sum(passes.get(label, 0.0) for label in EXCHANGE_PASSES)
+    return [
+        f"info oversample its floor: its input read twice (its counts pass and its written pass, {read:.1f} s"
+        f" each) and its output written (the oversampled rows copied less their read: {written:.1f} s) come to"
+        f" {least / copy:.2f}x the copy floor; the {FLOOR_TARGETS['oversample']:g}x target leaves {left:.1f} s"
+        f" to count the questions, send their copies to their documents' shards ({exchange:.1f} s in this run)"
+        f" and insert them; the stage is {top['stages']['oversample']['seconds'] / least:.2f}x its floor"
+    ]
 
 
 def sequences_floor(top: dict) -> list[str]:

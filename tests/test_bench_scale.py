@@ -42,12 +42,14 @@ def test_scale_benchmark_runs_every_stage(shared, root, tmp_path):
     ), passes
     assert sum(passes.values()) <= size["stages"]["sequences"]["seconds"]
     assert "tokenize + pack pass alone" in proc.stdout
-    for kind in ("read", "copy", "sequences input", "sequences read", "sequences copy"):  # the same run's floors
+    own_floors = ("oversample read", "oversample copy", "sequences input", "sequences read", "sequences copy")
+    for kind in ("read", "copy", *own_floors):  # the same run's floors
         assert size["io_floor"][kind]["seconds"] > 0 and size["io_floor"][kind]["pass_seconds"] > 0
         assert re.search(rf"^\s+floor {kind}\s+[\d.]+\s+[\d,]+$", proc.stdout, re.M), proc.stdout
-    own_floor = r"^info sequences  its floor: .* come to ([\d.]+)x the copy floor; .* the stage is ([\d.]+)x its floor"
-    own = re.search(own_floor, proc.stdout, re.M)
-    assert own and float(own[1]) > 0 and float(own[2]) > 1, proc.stdout
+    for stage in ("oversample", "sequences"):  # the stages' own floors, from their inputs' and outputs' I/O
+        own_floor = rf"^info {stage}\s+its floor: .* come to ([\d.]+)x the copy floor; .* the stage is ([\d.]+)x its"
+        own = re.search(own_floor + " floor", proc.stdout, re.M)
+        assert own and float(own[1]) > 0 and float(own[2]) > 1, proc.stdout
     assert "Gupta 2021 Table 1" in proc.stdout
     # only targets relative to the same run: the floor, the size below, the projection's minutes
     verdicts = [line for line in proc.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
