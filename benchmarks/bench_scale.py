@@ -825,9 +825,10 @@ def save_scale(results: list[dict], args, notes: list[str], extrapolation: dict,
         f"Tamil text; local engine, {args.workers} workers, shards of {args.shard_lines:,} lines / "
         f"{args.shard_rows:,} rows; peak RSS of the largest process",
         baseline="the Parquet I/O floor: split's output read (floor: read), and read and written again "
-        "(floor: copy), by the same engine and workers in the same run; the sequences stage's own floors: "
-        "the columns it reads of its input (floor: sequences input), and its output read (floor: sequences read) "
-        "and read and written again (floor: sequences copy)",
+        "(floor: copy), by the same engine and workers in the same run; the oversample stage's own floors: its "
+        "output read (floor: oversample read) and read and written again (floor: oversample copy); the sequences "
+        "stage's own floors: the columns it reads of its input (floor: sequences input), and its output read "
+        "(floor: sequences read) and read and written again (floor: sequences copy)",
         columns=["stage", *sizes, "words/s per worker, largest size", "x copy floor, largest size"],
         rows=rows,
         metrics={"sizes": results, "projection": extrapolation, "dask_check": dask},
