@@ -325,12 +325,12 @@ class ReduceRange:
     ``collect``: family name -> (required bit, forbidden-if-alone bit): hashes with the first bit and
     any other bit are returned (train segments also in dev or test)."""
 
-    def __init__(self, folder, shards: list[int], families: dict[str, list[tuple]], collect=None, unions=True):
+    def __init__(self, folder, shards: list[int], families: dict[str, list[tuple]], collect=None):
         self.folder, self.shards, self.families = str(folder), shards, families
         self.collect = collect or {}
         self.paths = [str(location.join(folder, f"{shard:05d}.bin")) for shard in shards]
-        #: the families made from other families' runs (:func:`_union_plans`; ``unions`` False: none)
-        self.unions = _union_plans(families) if unions else {}
+        #: the families made from other families' runs (:func:`_union_plans`)
+        self.unions = _union_plans(families)
 
     def __call__(self, group: tuple[tuple[int, int], ...]) -> list[tuple[dict[str, Overlap], dict[str, np.ndarray]]]:
         """Each range of ``group`` (consecutive ranges) reduced, its shards' records read together."""
@@ -402,8 +402,9 @@ def _union_plans(families: dict[str, list]) -> dict[int, tuple[list[int], np.nda
     """The families whose members are unions of other families' members (the sequences report's
     pooled view: a (split, lang) member is that pair's group of every corpus, and each corpus's
     groups are a family of their own).  Such a family is formed from those families' runs: their
-    runs of one hash are its run, their members its member's.  Its records are then neither read
-    twice nor sorted again with the others (half of the audit's reduce was the pooled view's).
+    runs of one hash are its run, their members its member's.  Its records are then neither
+    repeated for it nor sorted again with the others (half of the audit's reduce was the pooled
+    view's).
 
     A family qualifies when each of its groups is a member, alone, of exactly one family that
     has no unions itself, and the members of those families are all in it, each in one member.
@@ -413,31 +414,33 @@ def _union_plans(families: dict[str, list]) -> dict[int, tuple[list[int], np.nda
     plain = [all(not isinstance(m, list) for m in families[name]) for name in names]
     alone: dict[tuple, list[tuple[int, int]]] = {}  # a group key -> where it is a member alone
     for f, name in enumerate(names):
-        for m, member in enumerate(families[name]):
-            if plain[f]:
+        if plain[f]:
+            for m, member in enumerate(families[name]):
                 alone.setdefault(tuple(member), []).append((f, m))
     plans = {}
     for f, name in enumerate(names):
-        if plain[f]:
-            continue
-        mapping: dict[tuple[int, int], int] = {}
-        for u, member in enumerate(families[name]):
-            for key in member if isinstance(member, list) else [member]:
-                places = alone.get(tuple(key), [])
-                if len(places) != 1 or places[0] in mapping:
-                    break
-                mapping[places[0]] = u
-            else:
-                continue
-            break
-        else:
-            bases = sorted({b for b, _ in mapping})
-            if bases and all((b, m) in mapping for b in bases for m in range(len(families[names[b]]))):
-                table = np.full((len(names), max(len(families[names[b]]) for b in bases)), -1, np.int64)
-                for (b, m), u in mapping.items():
-                    table[b, m] = u
-                plans[f] = (bases, table)
+        plan = None if plain[f] else _union_plan(families, names, families[name], alone)
+        if plan is not None:
+            plans[f] = plan
     return plans
+
+
+def _union_plan(families: dict[str, list], names: list[str], members: list, alone: dict):
+    """:func:`_union_plans` for one family of ``members``: its bases and table, or None."""
+    mapping: dict[tuple[int, int], int] = {}  # (base family, its member) -> the union's member
+    for u, member in enumerate(members):
+        for key in member if isinstance(member, list) else [member]:
+            places = alone.get(tuple(key), [])
+            if len(places) != 1 or places[0] in mapping:  # in no plain family, in two, or twice here
+                return None
+            mapping[places[0]] = u
+    bases = sorted({b for b, _ in mapping})
+    if not bases or any((b, m) not in mapping for b in bases for m in range(len(families[names[b]]))):
+        return None  # a base family's member in none of the union's: its records would count in none
+    table = np.full((len(names), max(len(families[names[b]]) for b in bases)), -1, np.int64)
+    for (b, m), u in mapping.items():
+        table[b, m] = u
+    return bases, table
 
 
 def _union_runs(f: int, bases: list[int], table: np.ndarray, counts, member, starts, run_family, hashes):
