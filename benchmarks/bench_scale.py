@@ -462,6 +462,12 @@ def checks(results: list[dict]) -> list[str]:
     return lines
 
 
+def written_seconds(floors: dict, copy: str, read: str) -> float:
+    """A stage's output written: the pass of its ``copy`` floor (the output read and written again)
+    less the pass of its ``read`` floor (the same output read)."""
+    return max(floors[copy]["pass_seconds"] - floors[read]["pass_seconds"], 0.0)
+
+
 #: the oversample stage's passes that move the copies from their sentences' shards to their documents'
 EXCHANGE_PASSES = ("oversample: copies", "oversample: gather")
 
@@ -475,7 +481,7 @@ def oversample_floor(top: dict) -> list[str]:
         return []
     copy = floors["copy"]["seconds"]
     read = floors["read"]["pass_seconds"]
-    written = max(floors[OVERSAMPLE_COPY]["pass_seconds"] - floors[OVERSAMPLE_READ]["pass_seconds"], 0.0)
+    written = written_seconds(floors, OVERSAMPLE_COPY, OVERSAMPLE_READ)
     least = 2 * read + written
     left = FLOOR_TARGETS["oversample"] * copy - least
     passes = top["stages"]["oversample"].get("passes", {})
@@ -498,7 +504,7 @@ def sequences_floor(top: dict) -> list[str]:
         return []
     copy = floors["copy"]["seconds"]
     read = floors[SEQUENCES_INPUT]["pass_seconds"]
-    written = max(floors[SEQUENCES_COPY]["pass_seconds"] - floors[SEQUENCES_READ]["pass_seconds"], 0.0)
+    written = written_seconds(floors, SEQUENCES_COPY, SEQUENCES_READ)
     passes = top["stages"]["sequences"].get("passes", {})
     training = sum(s for label, s in passes.items() if label.endswith(TRAINER_PASS))
     least = read + written + training

@@ -350,7 +350,7 @@ class ReduceRange:
         if runs is None:
             return out, collected
         hashes, counts, member, starts, run_family = runs
-        masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
+        masks = _run_masks(member, starts)
         _tally(out, names, run_family, masks, starts, member, counts)
         self._collect(collected, names, run_family, masks, hashes[starts])
         for f, (bases, table) in self.unions.items():
@@ -396,6 +396,11 @@ class ReduceRange:
                 hashes = records["hash"]
                 records = records[(hashes >= np.uint64(lo)) & (hashes <= np.uint64(hi - 1))]
             yield records
+
+
+def _run_masks(member: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each run's members as a bit mask (``member``: each record's; ``starts``: where runs begin)."""
+    return np.bitwise_or.reduceat(np.left_shift(np.int64(1), member), starts)
 
 
 def _union_plans(families: dict[str, list]) -> dict[int, tuple[list[int], np.ndarray]]:
@@ -462,7 +467,7 @@ def _union_runs(f: int, bases: list[int], table: np.ndarray, counts, member, sta
     u_member = table[np.repeat(run_family[chosen], lengths), member[records]]
     new_hash = np.r_[True, run_hashes[1:] != run_hashes[:-1]]
     u_starts = before[new_hash]
-    u_masks = np.bitwise_or.reduceat(np.left_shift(np.int64(1), u_member), u_starts)
+    u_masks = _run_masks(u_member, u_starts)
     u_family = np.full(len(u_starts), f, np.int64)
     return u_family, u_masks, u_starts, u_member, counts[records], run_hashes[new_hash]
 
