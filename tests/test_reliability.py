@@ -645,6 +645,27 @@ def test_a_dataset_and_its_stats_are_promoted_together(failure, ws, tmp_path, mo
     assert snapshot(tmp_path) == before  # the earlier dataset and stats, untouched
 
 
+def test_scratch_a_run_discards_is_removed_and_nothing_outside_its_scratch(tmp_path):
+    out, mine = tmp_path / "x.json", tmp_path / "mine.txt"
+    mine.write_text("not the run's")
+    with writing.Outputs() as outputs:
+        staged = outputs.file(out)
+        scratch = outputs.scratch(out)
+        (scratch / "sent").mkdir()
+        (scratch / "sent" / "00000.bin").write_bytes(b"copies")
+        (scratch / "one.bin").write_bytes(b"one")
+        (scratch / "bucket.arrow").write_bytes(b"still read")
+        outputs.discard(scratch / "sent", scratch / "one.bin", scratch / "never-made")
+        for path in (mine, scratch, tmp_path):  # outside its scratch, or the scratch folder itself
+            with pytest.raises(ValueError, match="not in a scratch folder"):
+                outputs.discard(path)
+        for thread in outputs.discarding:
+            thread.join()
+        assert sorted(p.name for p in scratch.iterdir()) == ["bucket.arrow"]
+        staged.write_text("{}")
+    assert not scratch.exists() and out.read_text() == "{}" and mine.read_text() == "not the run's"
+
+
 # ==================================================================================== permissions
 
 

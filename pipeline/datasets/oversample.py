@@ -228,7 +228,7 @@ def uniform(seed: int, i: np.ndarray, j: np.ndarray, stream: int) -> np.ndarray:
 
 
 class _Copies:
-    """Pass 2: each question sentence's copies, written to the scratch folder of their target shard."""
+    """Pass 2: each question sentence's copies, written to one file per sending shard (the senders' folder)."""
 
     def __init__(
         self, seed, k, m, offset, plan, langs: list[str], docs_total: dict[str, int], folder, questions, width
@@ -322,6 +322,7 @@ class _Gather:
 
     def __init__(self, folder, runs: int):
         self.folder, self.runs = str(folder), runs
+        self.sent = str(_sent_folder(folder))
 
     def __call__(self, bucket: int) -> int:
         batches = []
@@ -331,7 +332,7 @@ class _Gather:
             first, last = np.searchsorted(index["target"].to_numpy(), [bucket, bucket + 1])
             rows = index.slice(first, last - first)
             for source, offset, length in zip(*(rows[c].to_pylist() for c in ("source", "offset", "length"))):
-                message = _read_message(_sender_file(self.folder, source), offset, length)
+                message = _read_message(_sender_file(self.sent, source), offset, length)
                 batches.append(pa.ipc.read_record_batch(pa.py_buffer(message), MESSAGE_SCHEMA))
         table = pa.Table.from_batches(batches, MESSAGE_SCHEMA).combine_chunks()
         order = np.argsort(table["target_shard"].to_numpy(), kind="stable")
@@ -459,9 +460,14 @@ class _Write:
         writing.make_readable(path)
 
 
+def _sent_folder(copies) -> str:
+    """The senders' files, in the copies folder: a folder of their own, removed once gathered."""
+    return location.join(copies, "sent")
+
+
 def _sender_file(folder: str, source: int) -> str:
-    """The file of sending shard ``source`` in the copies folder, spelled as a string (a receiver
-    names one per message: a path object's parsing cost more than the read)."""
+    """The file of sending shard ``source`` in the senders' folder (:func:`_sent_folder`), spelled
+    as a string (a receiver names one per message: a path object's parsing cost more than the read)."""
     name = f"{source:05d}.bin"
     return f"{folder.rstrip('/')}/{name}" if location.is_url(folder) else os.path.join(folder, name)
 
@@ -695,7 +701,7 @@ def _question_copies(runner, shards, tallies: list[dict], target: float, seed: i
     copies_folder = location.join(scratch, "copies")
     width = bucket_width(len(shards), k, shard_rows)
     questions = location.join(scratch, "questions")
-    step = _Copies(seed, k, m, offset, plan, langs, docs_total, copies_folder, questions, width)
+    step = _Copies(seed, k, m, offset, plan, langs, docs_total, _sent_folder(copies_folder), questions, width)
     index = _SenderIndex(copies_folder, len(shards))
     # results in shard order (each_step runs to its end, which logs the pass's time)
     for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
@@ -779,6 +785,8 @@ def oversample_dataset(
             copies_folder, width, incoming = _question_copies(
                 runner, shards, tallies, params.question_share, seed, scratch, engine.shard_rows
             )
+            if copies_folder is not None:  # gathered: the question sentences and the senders' files
+                outputs.discard(questions, _sent_folder(copies_folder))
             # augmentation draws by a segment's index among train's, the copies included
             train_rows = np.array([t["train_rows"] for t in tallies], np.int64) + incoming[[s.index for s in shards]]
             _save_before(plan, "train_before.bin", train_rows)

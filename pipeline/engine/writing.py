@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -419,6 +420,7 @@ class Outputs:
         self.scratches: list[Path] = []
         self.scratch_for: list[Path] = []  # the outputs the scratch folders are for
         self.folders: list[Path] = []  # parent folders this run created, removed at the end if empty
+        self.discarding: list[threading.Thread] = []  # removals of scratch the run no longer needs
 
     def _make_parent(self, final: Path) -> None:
         if is_url(final):
@@ -505,6 +507,25 @@ class Outputs:
         self.scratches.append(folder)
         self.scratch_for.append(final)
         return folder
+
+    def discard(self, *paths) -> None:
+        """Remove ``paths`` (files or folders in this run's scratch folders) that the run no longer
+        needs, in a thread, while the run goes on: on a disk that discards freed blocks, unlinking
+        a folder of large files costs a fraction of a millisecond a file, which at the end of the
+        run (:meth:`close`) is time that nothing else uses.  ``close`` waits for them, and removes
+        the scratch folders whole in any case; a path outside them is refused (a bug)."""
+        local = []
+        for path in paths:
+            if is_url(path):
+                continue  # an object store's scratch goes at close, with its folder
+            path = Path(path)
+            if not any(path.is_relative_to(folder) and path != folder for folder in self.scratches):
+                raise ValueError(f"{path}: not in a scratch folder of this run")
+            local.append(path)
+        if local:
+            thread = threading.Thread(target=_remove_paths, args=(local,), name="discard", daemon=True)
+            thread.start()
+            self.discarding.append(thread)
 
     def _with_markers(self) -> list[tuple[Path, Path]]:
         """(staging, final) of every local output, each single file followed by its marker (staged
@@ -593,6 +614,9 @@ class Outputs:
         self.staged = []
 
     def close(self) -> None:
+        for thread in self.discarding:
+            thread.join()
+        self.discarding = []
         for folder in self.scratches:
             if is_url(folder):
                 _remove_url(folder)
@@ -628,6 +652,17 @@ class Outputs:
             where = [value.filename] if value.filename else finals
             if where:
                 raise write_failed(value, *where) from None
+
+
+def _remove_paths(paths: list[Path]) -> None:
+    """Each of ``paths`` removed, a folder with what is in it; what is gone already, or cannot be
+    removed, is left (:meth:`Outputs.close` removes the scratch folders whole after)."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _remove_url(url: str) -> None:
