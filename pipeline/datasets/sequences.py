@@ -34,8 +34,10 @@ from the same read of each shard as the packing.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
+import threading
 import time
 from collections import Counter
 from typing import NamedTuple
@@ -494,8 +496,11 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False, norm
     every run (huggingface/tokenizers#1794); plain BPE numbers pieces from the
     sorted alphabet and its merges, and is the same every run (tested)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
+    # transformers, for the wrapper returned, is imported in a thread while the trainer runs: the
+    # import is driver time that nothing else overlaps, and the trainer leaves part of a core idle
+    importing = threading.Thread(target=importlib.import_module, args=("transformers",), daemon=True)
+    importing.start()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     if not normalized:
@@ -504,6 +509,9 @@ def train_tokenizer(words, vocab_size: int = 2000, lowercase: bool = False, norm
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1, show_progress=False)
     tok.train_from_iterator(words, trainer=trainer)
     tok.normalizer = tokenizer_normalizer(lowercase)
+    importing.join()
+    from transformers import PreTrainedTokenizerFast  # a failed import raises here, in this thread
+
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
