@@ -656,7 +656,7 @@ def test_scratch_a_run_discards_is_removed_and_nothing_outside_its_scratch(tmp_p
         (scratch / "one.bin").write_bytes(b"one")
         (scratch / "bucket.arrow").write_bytes(b"still read")
         outputs.discard(scratch / "sent", scratch / "one.bin", scratch / "never-made")
-        for path in (mine, scratch, tmp_path):  # outside its scratch, or the scratch folder itself
+        for path in (mine, scratch / ".." / "mine.txt", scratch, tmp_path):  # outside it, or itself
             with pytest.raises(ValueError, match="not in a scratch folder"):
                 outputs.discard(path)
         for thread in outputs.discarding:

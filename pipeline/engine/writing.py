@@ -514,12 +514,13 @@ class Outputs:
         a folder of large files costs a fraction of a millisecond a file, which at the end of the
         run (:meth:`close`) is time that nothing else uses.  ``close`` waits for them, and removes
         the scratch folders whole in any case; a path outside them is refused (a bug)."""
+        scratches = [Path(os.path.abspath(folder)) for folder in self.scratches if not is_url(folder)]
         local = []
         for path in paths:
             if is_url(path):
                 continue  # an object store's scratch goes at close, with its folder
-            path = Path(path)
-            if not any(path.is_relative_to(folder) and path != folder for folder in self.scratches):
+            path = Path(os.path.abspath(path))  # ".." resolved: the check is on the path removed
+            if not any(folder in path.parents for folder in scratches):
                 raise ValueError(f"{path}: not in a scratch folder of this run")
             local.append(path)
         if local:
