@@ -460,7 +460,7 @@ class _Write:
         writing.make_readable(path)
 
 
-def _sent_folder(copies) -> str:
+def _sent_folder(copies):
     """The senders' files, in the copies folder: a folder of their own, removed once gathered."""
     return location.join(copies, "sent")
 
@@ -672,9 +672,11 @@ class _TrainWords:
         return StepResult(None, payload=[values[c] for c in np.unique(codes)] if len(codes) else [])
 
 
-def _question_copies(runner, shards, tallies: list[dict], target: float, seed: int, scratch, shard_rows: int):
+def _question_copies(
+    runner, shards, tallies: list[dict], target: float, seed: int, scratch, questions_folder, shard_rows: int
+):
     """Pass 2 where train's QUESTION share is below ``target``: the copies sent between shards, made
-    from the question sentences the counts pass kept in ``scratch``.
+    from the question sentences the counts pass kept in ``questions_folder`` (in ``scratch``).
     Returns the copies folder (None: no copies), the receiving shards per bucket and the copies each
     shard receives."""
     words = sum(t["words"] for t in tallies)
@@ -700,8 +702,7 @@ def _question_copies(runner, shards, tallies: list[dict], target: float, seed: i
     docs_total = {lang: int(n) for lang, n in zip(langs, docs.sum(axis=0).tolist())}
     copies_folder = location.join(scratch, "copies")
     width = bucket_width(len(shards), k, shard_rows)
-    questions = location.join(scratch, "questions")
-    step = _Copies(seed, k, m, offset, plan, langs, docs_total, _sent_folder(copies_folder), questions, width)
+    step = _Copies(seed, k, m, offset, plan, langs, docs_total, _sent_folder(copies_folder), questions_folder, width)
     index = _SenderIndex(copies_folder, len(shards))
     # results in shard order (each_step runs to its end, which logs the pass's time)
     for n, result in enumerate(each_step(runner, step, shards, label="oversample: copies")):
@@ -783,7 +784,7 @@ def oversample_dataset(
             step = _Tally(label_set, questions)
             tallies = [r.payload for r in run_step(runner, step, shards, label="oversample: counts")]
             copies_folder, width, incoming = _question_copies(
-                runner, shards, tallies, params.question_share, seed, scratch, engine.shard_rows
+                runner, shards, tallies, params.question_share, seed, scratch, questions, engine.shard_rows
             )
             if copies_folder is not None:  # gathered: the question sentences and the senders' files
                 outputs.discard(questions, _sent_folder(copies_folder))

@@ -656,14 +656,11 @@ class Outputs:
 
 
 def _remove_paths(paths: list[Path]) -> None:
-    """Each of ``paths`` removed, a folder with what is in it; what is gone already, or cannot be
-    removed, is left (:meth:`Outputs.close` removes the scratch folders whole after)."""
+    """Each of ``paths`` removed (:func:`_remove`); what cannot be removed is left, for
+    :meth:`Outputs.close`, which removes the scratch folders whole after."""
     for path in paths:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        with contextlib.suppress(OSError):
+            _remove(path)
 
 
 def _remove_url(url: str) -> None:
